@@ -1,0 +1,63 @@
+#include "bridge/bridge_service.h"
+
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "bridge/core/log.h"
+#include "common/build_id.h"
+#include "common/version.h"
+
+namespace abx::bridge {
+
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+grpc::Status BridgeService::Hello(grpc::ServerContext*, const abx::opensandbox::v1::HelloRequest*,
+                                  abx::opensandbox::v1::HelloReply* reply) {
+  reply->set_build_id(kBuildId);
+  reply->set_version(kProviderVersion);
+  reply->set_pid(getpid());
+  reply->set_uptime_seconds(state_->uptime_seconds());
+  return grpc::Status::OK;
+}
+
+grpc::Status BridgeService::Stats(grpc::ServerContext*, const abx::opensandbox::v1::StatsRequest*,
+                                  abx::opensandbox::v1::StatsReply* reply) {
+  const core::BridgeCore::Counters counters = state_->core().counters();
+  reply->set_build_id(kBuildId);
+  reply->set_version(kProviderVersion);
+  reply->set_pid(getpid());
+  reply->set_uptime_seconds(state_->uptime_seconds());
+  reply->set_sessions_active(state_->sessions_active());
+  reply->set_sessions_total(state_->sessions_total());
+  reply->set_requests_total(counters.requests_total);
+  reply->set_upstream_requests(counters.upstream_requests);
+  reply->set_upstream_connections(counters.upstream_connections);
+  reply->set_cached_sandboxes(counters.cached_sandboxes);
+  reply->set_streams_active(counters.streams_active);
+  reply->set_peak_rss_bytes(PeakRssBytes());
+  reply->set_draining(state_->draining());
+  return grpc::Status::OK;
+}
+
+grpc::Status BridgeService::Stop(grpc::ServerContext*, const abx::opensandbox::v1::StopRequest*,
+                                 abx::opensandbox::v1::StopReply* reply) {
+  core::log::Info("bridge.stop_requested");
+  reply->set_in_flight(state_->sessions_active());
+  state_->StartDraining();
+  return grpc::Status::OK;
+}
+
+}  // namespace abx::bridge

@@ -1,0 +1,27 @@
+#pragma once
+// Bridge service: build handshake, stats, stop. No upstream traffic, no secrets.
+
+#include "bridge/daemon_state.h"
+#include "proto/bridge.grpc.pb.h"
+
+namespace abx::bridge {
+
+class BridgeService final : public abx::opensandbox::v1::Bridge::Service {
+ public:
+  explicit BridgeService(DaemonState* state) : state_(state) {}
+
+  grpc::Status Hello(grpc::ServerContext*, const abx::opensandbox::v1::HelloRequest*,
+                     abx::opensandbox::v1::HelloReply*) override;
+  grpc::Status Stats(grpc::ServerContext*, const abx::opensandbox::v1::StatsRequest*,
+                     abx::opensandbox::v1::StatsReply*) override;
+  grpc::Status Stop(grpc::ServerContext*, const abx::opensandbox::v1::StopRequest*,
+                    abx::opensandbox::v1::StopReply*) override;
+
+ private:
+  DaemonState* state_;
+};
+
+// Peak resident set size of this process (VmHWM), in bytes.
+int64_t PeakRssBytes();
+
+}  // namespace abx::bridge

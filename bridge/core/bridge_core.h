@@ -1,0 +1,62 @@
+#pragma once
+// The bridge's one core, shared by every session and both front doors (EPP and the
+// typed gRPC services): the pooled upstream HTTP client, the per-credential state, and
+// the counters.
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+#include "bridge/core/http.h"
+#include "bridge/core/upstream.h"
+
+namespace abx::upstream {
+class HttpClient;
+}
+
+namespace abx::core {
+
+class BridgeCore {
+ public:
+  static Result<std::unique_ptr<BridgeCore>> Create();
+  ~BridgeCore();
+
+  // The state for the config's server and credential; created on first use, shared after.
+  std::shared_ptr<Upstream> UpstreamFor(const ProviderConfig& config);
+  Http& http() { return *http_; }
+
+  struct Counters {
+    int64_t requests_total = 0;
+    int64_t upstream_requests = 0;
+    int64_t upstream_connections = 0;
+    int64_t cached_sandboxes = 0;
+    int64_t streams_active = 0;
+  };
+  Counters counters() const;
+  void CountRequest() { ++requests_total_; }
+
+  // Held by a running exec stream, for the stats.
+  class StreamLease {
+   public:
+    explicit StreamLease(BridgeCore* core) : core_(core) { ++core_->streams_active_; }
+    ~StreamLease() { --core_->streams_active_; }
+
+   private:
+    BridgeCore* core_;
+  };
+
+ private:
+  BridgeCore(std::unique_ptr<upstream::HttpClient> client);
+  std::unique_ptr<upstream::HttpClient> client_;
+  std::unique_ptr<Http> http_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Upstream>> upstreams_;  // by CredentialScope()
+  std::atomic<int64_t> requests_total_{0};
+  std::atomic<int64_t> streams_active_{0};
+};
+
+}  // namespace abx::core

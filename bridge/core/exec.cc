@@ -1,0 +1,257 @@
+#include "bridge/core/exec.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/json.h"
+#include "bridge/core/log.h"
+#include "bridge/core/shell_quote.h"
+#include "bridge/core/time_util.h"
+#include "bridge/core/utf8.h"
+
+namespace abx::core {
+namespace {
+
+// execd pings every 3 s while a command runs; this much silence means it is gone.
+constexpr int64_t kStreamIdleTimeoutMs = 20000;
+// After a cancel, how long the interrupted stream may take to deliver its end.
+constexpr auto kCancelGrace = std::chrono::seconds(6);
+
+std::string RandomHex(size_t n) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += kHex[rng() & 15];
+  return out;
+}
+
+bool ParseUint(const std::string& text, uint32_t* out) {
+  if (text.empty() || text.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > 0xffffffffULL) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+std::string SignalFromTraceback(const std::vector<std::string>& traceback) {
+  for (const std::string& line : traceback) {
+    if (line.find("signal: killed") != std::string::npos) return "SIGKILL";
+    if (line.find("signal: terminated") != std::string::npos) return "SIGTERM";
+    if (line.find("signal: interrupt") != std::string::npos) return "SIGINT";
+    if (line.find("signal: hangup") != std::string::npos) return "SIGHUP";
+    if (line.find("signal: ") != std::string::npos) return "SIGKILL";
+  }
+  return "";
+}
+
+// Ends a stream that a cancel could not end by itself (execd unreachable), so a cancel
+// never hangs. Shared so the helper thread may outlive the Run call safely.
+struct CancelWatch {
+  CancelToken abort;
+  std::atomic<bool> done{false};
+};
+
+}  // namespace
+
+std::string CommandBody(const std::string& command, const std::string& cwd, bool background,
+                        std::optional<int64_t> timeout_ms, std::optional<uint32_t> uid,
+                        std::optional<uint32_t> gid, const std::map<std::string, std::string>& env) {
+  std::string body = "{\"command\":" + json::Quote(command);
+  if (!cwd.empty()) body += ",\"cwd\":" + json::Quote(cwd);
+  body += std::string(",\"background\":") + (background ? "true" : "false");
+  if (timeout_ms && *timeout_ms > 0) body += ",\"timeout\":" + std::to_string(*timeout_ms);
+  if (uid) body += ",\"uid\":" + std::to_string(*uid);
+  if (gid) body += ",\"gid\":" + std::to_string(*gid);
+  if (!env.empty()) body += ",\"envs\":" + json::ObjectOfStrings(env);
+  return body + "}";
+}
+
+Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(ExecdClient& execd,
+                                                                      const std::string& user,
+                                                                      CancelToken* cancel) {
+  uint32_t uid = 0;
+  if (ParseUint(user, &uid)) return std::make_pair(uid, std::optional<uint32_t>());
+  // A name: ask the sandbox's own passwd, where the name means something.
+  std::string out;
+  std::optional<int> code;
+  Status st = execd.RunCommand(
+      CommandBody("id -u -- " + ShellQuote(user) + " && id -g -- " + ShellQuote(user), "", false,
+                  10000, std::nullopt, std::nullopt, {}),
+      cancel, kStreamIdleTimeoutMs,
+      [&](const ExecdEvent& e) {
+        if (e.type == "stdout") out += e.text + "\n";
+        if (e.type == "execution_complete") code = 0;
+        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        return true;
+      },
+      [] {});
+  if (!st.ok()) return st.error().Within("resolve user " + user);
+  uint32_t gid = 0;
+  const size_t nl = out.find('\n');
+  if (code != 0 || nl == std::string::npos || !ParseUint(out.substr(0, nl), &uid) ||
+      !ParseUint(out.substr(nl + 1, out.find('\n', nl + 1) - nl - 1), &gid)) {
+    return InvalidParams("user", "user " + user + " does not exist in the sandbox");
+  }
+  return std::make_pair(uid, std::optional<uint32_t>(gid));
+}
+
+Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
+  auto execd = upstream_->Execd(spec.sandbox_id, *config_, cancel);
+  if (!execd.ok()) return execd.error();
+
+  std::optional<uint32_t> uid, gid;
+  if (!spec.user.empty()) {
+    auto ids = ResolveUser(*execd, spec.user, cancel);
+    if (!ids.ok()) return ids.error();
+    uid = ids->first;
+    gid = ids->second;
+  }
+
+  std::string command = spec.command;
+  std::string stdin_path;
+  if (spec.stdin_data) {
+    // execd has no stdin: the data goes to a private file first; the command opens it as
+    // its stdin and removes it before it runs anything else.
+    stdin_path = "/tmp/.abx-stdin-" + RandomHex(24);
+    Status up = execd->Upload(stdin_path, *spec.stdin_data, uid ? 0644 : 0600, cancel);
+    if (!up.ok()) return up.error().Within("upload stdin");
+    command = "{ rm -f -- " + ShellQuote(stdin_path) + "; " + command + "\n} < " +
+              ShellQuote(stdin_path);
+  }
+
+  std::optional<int64_t> timeout_ms;
+  if (spec.timeout_s && *spec.timeout_s > 0) {
+    timeout_ms = static_cast<int64_t>(*spec.timeout_s * 1000);
+  }
+  // The tag lets process.list tell which listed process belongs to which exec_id.
+  const std::string tag = RandomHex(16);
+  std::map<std::string, std::string> env = spec.env;
+  env["ABX_EXEC_TAG"] = tag;
+  const std::string body = CommandBody(command, spec.cwd, spec.detached, timeout_ms, uid, gid, env);
+
+  BridgeCore::StreamLease lease(core_);
+  auto watch = std::make_shared<CancelWatch>();
+  OutputAssembler assembler;
+  std::string exec_id;
+  bool started = false;
+  ExecExit exit;
+  bool ended = false;
+  const int64_t start_ms = NowMillis();
+
+  auto flush = [&] {
+    for (OutputChunk& chunk : assembler.Take()) sink->OnOutput(std::move(chunk));
+  };
+  Status st = execd->RunCommand(
+      body, &watch->abort, kStreamIdleTimeoutMs,
+      [&](const ExecdEvent& e) {
+        if (e.type == "init") {
+          if (started) return true;
+          exec_id = e.text;
+          started = true;
+          upstream_->RememberExec(spec.sandbox_id, tag, exec_id);
+          sink->OnStarted(exec_id);
+          if (!spec.detached) {
+            // Cancelling interrupts the command at execd; its stream then ends by
+            // itself with the signal's error event. If execd cannot be reached, the
+            // stream is abandoned after a grace period instead of hanging.
+            ExecdClient interrupter = *execd;
+            cancel->OnCancel([watch, interrupter, exec_id]() mutable {
+              if (watch->done) return;  // the command already ended
+              std::thread([watch, interrupter, exec_id]() mutable {
+                interrupter.Interrupt(exec_id, nullptr);
+                const auto until = std::chrono::steady_clock::now() + kCancelGrace;
+                while (!watch->done && std::chrono::steady_clock::now() < until) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                }
+                if (!watch->done) watch->abort.Cancel();
+              }).detach();
+            });
+          }
+        } else if (e.type == "stdout" || e.type == "stderr") {
+          assembler.AddLine(e.type == "stdout" ? OutputStream::kStdout : OutputStream::kStderr,
+                            e.text);
+        } else if (e.type == "execution_complete") {
+          ended = true;
+          if (!spec.detached) exit.exit_code = 0;
+          return false;  // the ~1 s grace before execd closes is not worth waiting for
+        } else if (e.type == "error") {
+          ended = true;
+          uint32_t code = 0;
+          const std::string& v = e.error_value;
+          if (v == "-1") {
+            exit.signal = SignalFromTraceback(e.traceback);
+            if (exit.signal.empty()) exit.signal = "SIGKILL";
+          } else if (!v.empty() && v[0] != '-' && ParseUint(v, &code)) {
+            exit.exit_code = static_cast<int>(code);
+          } else {
+            // A start failure: execd reports the OS error text instead of a code.
+            exit.error = MakeError(ErrorCode::kUpstream, "the command did not start: " + v);
+          }
+          return false;
+        }
+        return true;
+      },
+      flush);
+  watch->done = true;
+  flush();
+
+  if (!started) {
+    if (!stdin_path.empty()) execd->RemoveFile(stdin_path, nullptr);
+    if (!st.ok()) return st.error().Within("start command");
+    return MakeError(ErrorCode::kUpstream, "start command: execd's stream held no command id");
+  }
+  if (spec.detached) return OkStatus();
+
+  exit.cancelled = cancel->cancelled();
+  if (exit.cancelled) exit.exit_code.reset();
+  if (timeout_ms && !exit.cancelled && !exit.exit_code && !exit.signal.empty() &&
+      NowMillis() - start_ms >= *timeout_ms) {
+    exit.timed_out = true;
+  }
+  if (!ended) {
+    exit.exit_code.reset();
+    if (exit.cancelled) {
+      exit.signal = "SIGKILL";
+    } else {
+      Error broke = st.ok() ? MakeError(ErrorCode::kUnreachable,
+                                        "execd closed the output stream before the command ended")
+                            : st.error();
+      exit.error = broke.Within("command " + exec_id);
+    }
+  }
+  sink->OnExit(exit);
+  return OkStatus();
+}
+
+Result<Exec::Logs> Exec::ReadLogs(const std::string& sandbox_id, const std::string& exec_id,
+                                  int64_t cursor, CancelToken* cancel) {
+  auto execd = upstream_->Execd(sandbox_id, *config_, cancel);
+  if (!execd.ok()) return execd.error();
+  Logs logs;
+  auto data = execd->Logs(exec_id, cursor, &logs.cursor, cancel);
+  if (!data.ok()) return data.error();
+  logs.data = std::move(data).value();
+  auto status = execd->GetStatus(exec_id, cancel);
+  if (!status.ok()) return status.error();
+  logs.running = status->running;
+  if (logs.running) {
+    // The tail may end inside a character still being written: leave it for next time.
+    const size_t keep = CompleteUtf8Prefix(logs.data);
+    logs.cursor -= static_cast<int64_t>(logs.data.size() - keep);
+    logs.data.resize(keep);
+  }
+  if (!status->running && status->exit_code && *status->exit_code >= 0) {
+    logs.exit_code = status->exit_code;
+  }
+  return logs;
+}
+
+}  // namespace abx::core

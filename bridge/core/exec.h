@@ -1,0 +1,86 @@
+#pragma once
+// Commands in a sandbox over execd: what EPP/1's exec.start and exec.run need that
+// execd lacks. execd takes only a shell string (argv is quoted into one, see
+// shell_quote.h), has no stdin (the data is uploaded to a file the command reads and
+// removes at once), takes a uid rather than a user name (a name is resolved in the
+// sandbox first), and frames output by lines (output_assembler.h restores them).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+#include "bridge/core/output_assembler.h"
+#include "bridge/core/upstream.h"
+
+namespace abx::core {
+
+class BridgeCore;
+
+struct ExecSpec {
+  std::string sandbox_id;
+  std::string command;  // the shell string (argv already joined)
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string user;  // a name or a numeric uid; empty: execd's own user
+  std::optional<std::string> stdin_data;
+  std::optional<double> timeout_s;
+  bool detached = false;
+};
+
+struct ExecExit {
+  std::optional<int> exit_code;  // only what execd reported; never made up
+  std::string signal;            // "SIGKILL" … when a signal ended it; empty otherwise
+  bool timed_out = false;
+  bool cancelled = false;
+  std::optional<Error> error;  // why there is no exit code, when the stream broke
+};
+
+// Receives one command's life, in order: OnStarted once, OnOutput any number of times,
+// OnExit once (attached commands only).
+class ExecSink {
+ public:
+  virtual ~ExecSink() = default;
+  virtual void OnStarted(const std::string& exec_id) = 0;
+  virtual void OnOutput(OutputChunk chunk) = 0;
+  virtual void OnExit(const ExecExit& exit) = 0;
+};
+
+class Exec {
+ public:
+  Exec(BridgeCore* core, Upstream* upstream, const ProviderConfig* config)
+      : core_(core), upstream_(upstream), config_(config) {}
+
+  // Starts the command and, unless detached, follows it to its end. An error return
+  // means it never started (OnStarted was not called); after OnStarted every outcome,
+  // broken streams included, arrives through OnExit.
+  Status Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink);
+
+  // Background command output from byte `cursor` (exec.logs).
+  struct Logs {
+    std::string data;
+    int64_t cursor = 0;
+    bool running = false;
+    std::optional<int> exit_code;
+  };
+  Result<Logs> ReadLogs(const std::string& sandbox_id, const std::string& exec_id, int64_t cursor,
+                        CancelToken* cancel);
+
+ private:
+  Result<std::pair<uint32_t, std::optional<uint32_t>>> ResolveUser(ExecdClient& execd,
+                                                                   const std::string& user,
+                                                                   CancelToken* cancel);
+  BridgeCore* core_;
+  Upstream* upstream_;
+  const ProviderConfig* config_;
+};
+
+// The POST /command body (exposed for tests).
+std::string CommandBody(const std::string& command, const std::string& cwd, bool background,
+                        std::optional<int64_t> timeout_ms, std::optional<uint32_t> uid,
+                        std::optional<uint32_t> gid, const std::map<std::string, std::string>& env);
+
+}  // namespace abx::core

@@ -1,0 +1,76 @@
+#pragma once
+// Files in a sandbox over execd's files and directories API, with EPP/1's semantics on
+// top: reads by offset/length capped at 4 MiB, a missing path is E8005 everywhere, modes
+// as octal strings, append, non-recursive remove and mkdir without parents.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+#include "bridge/core/upstream.h"
+
+namespace abx::core {
+
+inline constexpr int64_t kMaxReadBytes = 4 << 20;
+
+struct FileEntry {
+  std::string path, name;
+  std::string type;  // file, dir, symlink
+  int64_t size = 0;
+  std::string mode;  // "0644"
+  std::string modified_at;
+};
+
+struct FileRead {
+  std::string data;  // raw bytes
+  int64_t offset = 0;
+  int64_t size = 0;  // the whole file's
+  bool eof = false;
+};
+
+class Files {
+ public:
+  Files(Upstream* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
+
+  // `length` ≤ 0 or above the cap reads up to the cap.
+  Result<FileRead> Read(const std::string& sandbox_id, const std::string& path, int64_t offset,
+                        int64_t length, CancelToken* cancel);
+  // Returns the file's size after the write. `mode` is the permission bits (e.g. 0644).
+  Result<int64_t> Write(const std::string& sandbox_id, const std::string& path,
+                        const std::string& data, std::optional<int> mode, bool append,
+                        CancelToken* cancel);
+  Result<std::vector<FileEntry>> List(const std::string& sandbox_id, const std::string& path,
+                                      int depth, CancelToken* cancel);
+  Result<FileEntry> Stat(const std::string& sandbox_id, const std::string& path,
+                         CancelToken* cancel);
+  Status Mkdir(const std::string& sandbox_id, const std::string& path, std::optional<int> mode,
+               bool parents, CancelToken* cancel);
+  Status Remove(const std::string& sandbox_id, const std::string& path, bool recursive,
+                CancelToken* cancel);
+  Status Move(const std::string& sandbox_id, const std::string& from, const std::string& to,
+              CancelToken* cancel);
+  // Regular files under `path` whose base name matches the glob (execd's semantics).
+  Result<std::vector<std::string>> Search(const std::string& sandbox_id, const std::string& path,
+                                          const std::string& pattern, CancelToken* cancel);
+  Status Chmod(const std::string& sandbox_id, const std::string& path, std::optional<int> mode,
+               const std::string& owner, const std::string& group, CancelToken* cancel);
+
+ private:
+  Result<ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
+  Upstream* upstream_;
+  const ProviderConfig* config_;
+};
+
+// "0644" / "644" / "0o644" → 0644; nullopt when not an octal mode.
+std::optional<int> ParseOctalMode(const std::string& text);
+// 0644 → "0644"
+std::string FormatOctalMode(int mode);
+// execd's decimal-written octal ("644", or the number 644) → 0644.
+std::optional<int> ParseExecdMode(const std::string& text);
+FileEntry ToEntry(const FileInfo& info);
+
+}  // namespace abx::core

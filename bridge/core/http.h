@@ -1,0 +1,64 @@
+#pragma once
+// The core's view of upstream HTTP: one call, one answer, errors already mapped to EPP
+// codes (connection refused → E8002, deadline → E8006, cancelled → E8009, broken body →
+// E8010). Built on the shared, pooled client of bridge/upstream.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/error.h"
+
+namespace abx::upstream {
+class HttpClient;
+}
+
+namespace abx::core {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpCall {
+  std::string method = "GET";
+  std::string url;
+  Headers headers;  // may hold secrets: never logged, never in an error
+  std::string body;
+  int64_t timeout_ms = 30000;        // whole exchange (Send)
+  int64_t idle_timeout_ms = 30000;   // no byte for this long (Stream)
+  int64_t connect_timeout_ms = 5000;
+};
+
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // names lower-cased
+
+  std::string Header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+class Http {
+ public:
+  explicit Http(upstream::HttpClient* client) : client_(client) {}
+
+  // `what` names the operation in error messages ("get sandbox").
+  Result<HttpAnswer> Send(const HttpCall& call, const CancelToken* cancel, std::string_view what);
+
+  // Streams the body to `on_data` (return false to stop). `on_head` sees the status and
+  // headers first; for a non-2xx status the body is collected and returned instead.
+  Result<HttpAnswer> Stream(const HttpCall& call, const CancelToken* cancel, std::string_view what,
+                            const std::function<bool(const char*, size_t)>& on_data);
+
+  upstream::HttpClient* client() { return client_; }
+
+ private:
+  upstream::HttpClient* client_;
+};
+
+}  // namespace abx::core

@@ -1,0 +1,42 @@
+#pragma once
+// Turns execd's line events back into output bytes, as EPP/1 §3 defines: execd sends one
+// event per line with the terminator removed (a blank line as exactly "\n" from v1.0.17
+// on; dropped by v1.0.16 and older), so each line gets its "\n" back. Consecutive events
+// of one stream are merged into one chunk up to a size limit, and chunks are cut only
+// between UTF-8 sequences, so an exec.output never splits a character.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace abx::core {
+
+enum class OutputStream { kStdout, kStderr };
+
+struct OutputChunk {
+  OutputStream stream;
+  std::string data;
+};
+
+class OutputAssembler {
+ public:
+  explicit OutputAssembler(size_t max_chunk_bytes = 1 << 20) : max_chunk_(max_chunk_bytes) {}
+
+  // One stdout/stderr event's `text`.
+  void AddLine(OutputStream stream, std::string_view text);
+  // Bytes that are already exact (exec.logs of background commands).
+  void AddRaw(OutputStream stream, std::string_view bytes);
+  // The chunks gathered since the last call, in order.
+  std::vector<OutputChunk> Take();
+  bool empty() const { return chunks_.empty(); }
+
+ private:
+  void Append(OutputStream stream, std::string_view bytes);
+  const size_t max_chunk_;
+  std::vector<OutputChunk> chunks_;
+};
+
+// Largest n ≤ limit such that cutting `text` after n bytes splits no UTF-8 sequence.
+size_t Utf8CutPoint(std::string_view text, size_t limit);
+
+}  // namespace abx::core

@@ -1,0 +1,120 @@
+#include "bridge/core/processes.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "bridge/core/exec.h"
+#include "bridge/core/shell_quote.h"
+
+namespace abx::core {
+namespace {
+
+// Lists every process but this probe and its children, one per line:
+// pid TAB user TAB exec tag TAB command line. Plain POSIX sh and /proc, because slim
+// images have no `ps`.
+constexpr char kListScript[] =
+    "self=$$; for d in /proc/[0-9]*; do pid=${d#/proc/}; [ \"$pid\" = \"$self\" ] && continue; "
+    "ppid=$(sed -n 's/^PPid:[[:space:]]*//p' \"$d/status\" 2>/dev/null); "
+    "[ \"$ppid\" = \"$self\" ] && continue; "
+    "cmd=$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null); [ -z \"$cmd\" ] && continue; "
+    "user=$(stat -c %U \"$d\" 2>/dev/null); "
+    "tag=$(tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | sed -n 's/^ABX_EXEC_TAG=//p'); "
+    "printf '%s\\t%s\\t%s\\t%s\\n' \"$pid\" \"$user\" \"$tag\" \"${cmd% }\"; done";
+
+constexpr const char* kSignals[][2] = {
+    {"HUP", "1"},   {"INT", "2"},   {"QUIT", "3"},  {"KILL", "9"},  {"USR1", "10"},
+    {"USR2", "12"}, {"PIPE", "13"}, {"ALRM", "14"}, {"TERM", "15"}, {"CONT", "18"},
+    {"STOP", "19"}, {"TSTP", "20"}, {"WINCH", "28"},
+};
+
+}  // namespace
+
+std::optional<std::string> NormalizeSignal(const std::string& signal) {
+  std::string s;
+  for (char c : signal) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (s.rfind("SIG", 0) == 0) s = s.substr(3);
+  if (!s.empty() && std::all_of(s.begin(), s.end(), ::isdigit)) {
+    const int n = std::atoi(s.c_str());
+    if (n >= 0 && n <= 64 && s.size() <= 2) return std::to_string(n);
+    return std::nullopt;
+  }
+  for (const auto& row : kSignals) {
+    if (s == row[0]) return s;
+  }
+  return std::nullopt;
+}
+
+Result<std::string> Processes::RunCollect(ExecdClient& execd, const std::string& command,
+                                          int* exit_code, CancelToken* cancel) {
+  std::string out;
+  std::optional<int> code;
+  Status st = execd.RunCommand(
+      CommandBody(command, "", false, 30000, std::nullopt, std::nullopt, {}), cancel, 20000,
+      [&](const ExecdEvent& e) {
+        if (e.type == "stdout") out += (e.text == "\n" ? "" : e.text) + "\n";
+        if (e.type == "execution_complete") code = 0;
+        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        return e.type != "execution_complete" && e.type != "error";
+      },
+      [] {});
+  if (!st.ok()) return st.error();
+  if (!code) return MakeError(ErrorCode::kUnreachable, "the probe command's stream broke");
+  *exit_code = *code;
+  return out;
+}
+
+Result<std::vector<ProcessInfo>> Processes::List(const std::string& sandbox_id,
+                                                 CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  int code = 0;
+  ABX_ASSIGN_OR_RETURN(std::string out, RunCollect(execd, kListScript, &code, cancel));
+  std::vector<ProcessInfo> processes;
+  size_t at = 0;
+  while (at < out.size()) {
+    size_t nl = out.find('\n', at);
+    if (nl == std::string::npos) nl = out.size();
+    const std::string line = out.substr(at, nl - at);
+    at = nl + 1;
+    const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1);
+    if (t3 == std::string::npos) continue;
+    ProcessInfo info;
+    info.pid = std::atoi(line.substr(0, t1).c_str());
+    info.user = line.substr(t1 + 1, t2 - t1 - 1);
+    const std::string tag = line.substr(t2 + 1, t3 - t2 - 1);
+    info.command = line.substr(t3 + 1);
+    if (!tag.empty()) info.exec_id = upstream_->ExecIdForTag(sandbox_id, tag);
+    if (info.pid > 0) processes.push_back(std::move(info));
+  }
+  return processes;
+}
+
+Result<bool> Processes::SignalPid(const std::string& sandbox_id, int pid,
+                                  const std::string& signal, CancelToken* cancel) {
+  auto name = NormalizeSignal(signal);
+  if (!name) return InvalidParams("signal", "unknown signal " + signal);
+  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  int code = 0;
+  ABX_ASSIGN_OR_RETURN(std::string out,
+                       RunCollect(execd, "kill -s " + *name + " " + std::to_string(pid) + " 2>/dev/null",
+                                  &code, cancel));
+  (void)out;
+  return code == 0;
+}
+
+Result<bool> Processes::KillExec(const std::string& sandbox_id, const std::string& exec_id,
+                                 CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  auto status = execd.GetStatus(exec_id, cancel);
+  if (!status.ok()) return status.error();
+  if (!status->running) return false;
+  Status st = execd.Interrupt(exec_id, cancel);
+  if (!st.ok()) {
+    // execd answers 500 for a command that ended meanwhile.
+    auto again = execd.GetStatus(exec_id, cancel);
+    if (again.ok() && !again->running) return false;
+    return st.error();
+  }
+  return true;
+}
+
+}  // namespace abx::core

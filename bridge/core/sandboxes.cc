@@ -1,0 +1,253 @@
+#include "bridge/core/sandboxes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "bridge/core/json.h"
+#include "bridge/core/log.h"
+#include "bridge/core/time_util.h"
+
+namespace abx::core {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(200);  // as the official SDK
+constexpr int64_t kMinTimeoutSeconds = 60;                      // the server's minimum
+constexpr int kServerMaxPageSize = 200;
+
+bool Terminal(const std::string& state) { return state == "Failed" || state == "Terminated"; }
+
+Error Cancelled(const std::string& what) {
+  return MakeError(ErrorCode::kCancelled, what + " was cancelled");
+}
+
+}  // namespace
+
+std::string Sandboxes::ResolveImage(const std::string& template_name) const {
+  auto alias = config_->image_aliases.find(template_name);
+  if (alias != config_->image_aliases.end()) return alias->second;
+  if (template_name.empty() || template_name == "base") return config_->default_image;
+  return template_name;
+}
+
+std::string Sandboxes::TemplateOf(const std::string& image) const {
+  for (const auto& [alias, target] : config_->image_aliases) {
+    if (target == image) return alias;
+  }
+  if (image == config_->default_image) return "base";
+  return image;
+}
+
+Sandbox Sandboxes::Wrap(SandboxRecord record) const {
+  Sandbox sandbox;
+  sandbox.template_name = TemplateOf(record.image);
+  sandbox.record = std::move(record);
+  return sandbox;
+}
+
+std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
+  const std::string image = ResolveImage(spec.template_name);
+  std::vector<std::string> entrypoint = spec.entrypoint;
+  if (entrypoint.empty()) entrypoint = config_->entrypoint;
+  if (entrypoint.empty()) {
+    // The code-interpreter images start their kernel from their own script; every other
+    // image only needs to stay alive for execd, as the official SDK does it.
+    if (image.find("code-interpreter") != std::string::npos) {
+      entrypoint = {"/opt/opensandbox/code-interpreter.sh"};
+    } else {
+      entrypoint = {"tail", "-f", "/dev/null"};
+    }
+  }
+  std::string body = "{\"image\":{\"uri\":" + json::Quote(image);
+  if (!config_->registry_username.empty()) {
+    body += ",\"auth\":{\"username\":" + json::Quote(config_->registry_username) +
+            ",\"password\":" + json::Quote(config_->registry_password) + "}";
+  }
+  body += "},\"entrypoint\":" + json::ArrayOfStrings(entrypoint);
+  std::map<std::string, std::string> limits = {{"cpu", spec.cpu.empty() ? "1" : spec.cpu},
+                                               {"memory", spec.memory.empty() ? "2Gi" : spec.memory}};
+  body += ",\"resourceLimits\":" + json::ObjectOfStrings(limits);
+  body += ",\"env\":" + json::ObjectOfStrings(spec.env);
+  body += ",\"metadata\":" + json::ObjectOfStrings(spec.metadata);
+  const int64_t timeout = spec.timeout_s.value_or(config_->default_timeout_s);
+  if (timeout > 0) body += ",\"timeout\":" + std::to_string(std::max(timeout, kMinTimeoutSeconds));
+  if (!config_->network_policy_json.empty()) {
+    body += ",\"networkPolicy\":" + config_->network_policy_json;
+  }
+  if (!config_->platform_os.empty()) {
+    body += ",\"platform\":{\"os\":" + json::Quote(config_->platform_os) +
+            ",\"arch\":" + json::Quote(config_->platform_arch) + "}";
+  }
+  body += std::string(",\"secureAccess\":") +
+          (spec.secure.value_or(config_->secure_access) ? "true" : "false");
+  body += "}";
+  return body;
+}
+
+Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
+                                  const ProgressFn& progress) {
+  const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
+  // The POST itself is not cancelled half-way: a sandbox the server made must be known
+  // to be killed. A cancel during it is honoured right after.
+  auto created = lifecycle_.Create(CreateBody(spec), nullptr);
+  if (!created.ok()) return created.error().Within("create sandbox");
+  const std::string id = created->id;
+  Status ready = cancel->cancelled()
+                     ? Status(Cancelled("sandbox.create"))
+                     : WaitUntilUsable(id, created->state, deadline, cancel, progress);
+  if (!ready.ok()) {
+    // Never leak the half-made sandbox, whatever went wrong (uncancellable clean-up).
+    Status killed = lifecycle_.Delete(id, nullptr);
+    upstream_->Forget(id);
+    log::Warn("sandbox.create_failed", {{"sandbox_id", id},
+                                        {"error", ready.error().message},
+                                        {"killed", killed.ok() ? "yes" : killed.error().message}});
+    return ready.error();
+  }
+  auto record = lifecycle_.Get(id, nullptr);
+  SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
+  if (out.image.empty()) out.image = ResolveImage(spec.template_name);
+  return Wrap(std::move(out));
+}
+
+Status Sandboxes::WaitUntilUsable(const std::string& id, std::string state, int64_t deadline_ms,
+                                  CancelToken* cancel, const ProgressFn& progress) {
+  auto timed_out = [&](const std::string& what) {
+    return MakeError(ErrorCode::kTimeout, "sandbox " + id + " was not ready within ready_timeout (" +
+                                              what + ")");
+  };
+  // 1. Running, as the server sees it (create normally answers Running at once).
+  while (state != "Running") {
+    if (Terminal(state)) {
+      return MakeError(ErrorCode::kUpstream, "sandbox " + id + " ended up " + state +
+                                                 " while starting");
+    }
+    if (progress) progress(state.empty() ? "Pending" : state, "waiting for the sandbox to run");
+    if (NowMillis() >= deadline_ms) return timed_out("still " + state);
+    if (!cancel->SleepFor(kPollInterval)) return Cancelled("sandbox.create");
+    auto record = lifecycle_.Get(id, cancel);
+    if (!record.ok()) {
+      if (record.error().code == ErrorCode::kCancelled) return Cancelled("sandbox.create");
+      if (record.error().code == ErrorCode::kNotFound) return record.error();
+      continue;  // transient: keep polling until the deadline
+    }
+    state = record->state;
+  }
+  // 2. execd answers: Running does not mean execd is up (API-DIGEST §1.6).
+  bool reported = false;
+  for (;;) {
+    if (cancel->cancelled()) return Cancelled("sandbox.create");
+    auto execd = upstream_->Execd(id, *config_, cancel);
+    if (execd.ok()) {
+      const int64_t left = std::max<int64_t>(1, deadline_ms - NowMillis());
+      if (execd->Ping(cancel, std::min<int64_t>(left, 2000)).ok()) return OkStatus();
+    } else if (execd.error().code == ErrorCode::kNotFound ||
+               execd.error().code == ErrorCode::kAuth) {
+      return execd.error();
+    }
+    if (!reported && progress) {
+      progress("Running", "waiting for execd to answer");
+      reported = true;
+    }
+    if (NowMillis() >= deadline_ms) return timed_out("execd did not answer");
+    if (!cancel->SleepFor(kPollInterval)) return Cancelled("sandbox.create");
+  }
+}
+
+Result<Sandbox> Sandboxes::Connect(const std::string& id, CancelToken* cancel) {
+  auto record = lifecycle_.Get(id, cancel);
+  if (!record.ok()) return record.error();
+  if (Terminal(record->state)) {
+    return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
+  }
+  return Wrap(std::move(record).value());
+}
+
+Result<Sandbox> Sandboxes::Get(const std::string& id, CancelToken* cancel) {
+  auto record = lifecycle_.Get(id, cancel);
+  if (!record.ok()) return record.error();
+  return Wrap(std::move(record).value());
+}
+
+Result<SandboxList> Sandboxes::List(const std::vector<std::string>& states,
+                                    const std::map<std::string, std::string>& metadata,
+                                    int limit, const std::string& cursor, CancelToken* cancel) {
+  // The cursor is the offset into the server's newest-first listing.
+  int64_t offset = 0;
+  if (!cursor.empty()) {
+    char* end = nullptr;
+    offset = std::strtoll(cursor.c_str(), &end, 10);
+    if (*end != '\0' || offset < 0) return InvalidParams("cursor", "cursor is not one this provider gave");
+  }
+  SandboxList out;
+  int page = static_cast<int>(offset / kServerMaxPageSize) + 1;
+  int64_t skip = offset % kServerMaxPageSize;
+  for (;;) {
+    auto result = lifecycle_.List(states, metadata, page, kServerMaxPageSize, cancel);
+    if (!result.ok()) return result.error();
+    for (size_t i = static_cast<size_t>(skip); i < result->items.size(); ++i) {
+      if (limit > 0 && static_cast<int>(out.sandboxes.size()) == limit) {
+        out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.sandboxes.size()));
+        return out;
+      }
+      out.sandboxes.push_back(Wrap(std::move(result->items[i])));
+    }
+    skip = 0;
+    if (!result->has_next) return out;
+    if (limit > 0 && static_cast<int>(out.sandboxes.size()) == limit) {
+      out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.sandboxes.size()));
+      return out;
+    }
+    ++page;
+  }
+}
+
+Result<bool> Sandboxes::Kill(const std::string& id, CancelToken* cancel) {
+  Status st = lifecycle_.Delete(id, cancel);
+  upstream_->Forget(id);
+  if (st.ok()) return true;
+  if (st.error().code == ErrorCode::kNotFound) return false;  // idempotent: already gone
+  return st.error();
+}
+
+Result<std::string> Sandboxes::SetTimeout(const std::string& id, int64_t seconds,
+                                          CancelToken* cancel) {
+  int64_t server_now = 0;
+  auto record = lifecycle_.Get(id, cancel, &server_now);
+  if (!record.ok()) return record.error();
+  const int64_t expires = server_now + std::max(seconds, kMinTimeoutSeconds) * 1000;
+  return lifecycle_.Renew(id, FormatRfc3339Millis(expires), cancel);
+}
+
+Result<Sandbox> Sandboxes::Pause(const std::string& id, CancelToken* cancel) {
+  Status st = lifecycle_.Pause(id, cancel);
+  if (!st.ok()) return st.error();
+  upstream_->Forget(id);
+  const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
+  for (;;) {
+    auto record = lifecycle_.Get(id, cancel);
+    if (!record.ok()) return record.error();
+    if (record->state == "Paused") return Wrap(std::move(record).value());
+    if (Terminal(record->state)) {
+      return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
+    }
+    if (NowMillis() >= deadline) {
+      return MakeError(ErrorCode::kTimeout, "sandbox " + id + " did not reach Paused in time");
+    }
+    if (!cancel->SleepFor(kPollInterval)) return Cancelled("sandbox.pause");
+  }
+}
+
+Result<Sandbox> Sandboxes::Resume(const std::string& id, CancelToken* cancel) {
+  Status st = lifecycle_.Resume(id, cancel);
+  if (!st.ok()) return st.error();
+  upstream_->Forget(id);
+  const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
+  auto record = lifecycle_.Get(id, cancel);
+  if (!record.ok()) return record.error();
+  Status ready = WaitUntilUsable(id, record->state, deadline, cancel, nullptr);
+  if (!ready.ok()) return ready.error();
+  return Get(id, cancel);
+}
+
+}  // namespace abx::core

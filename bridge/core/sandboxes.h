@@ -1,0 +1,82 @@
+#pragma once
+// Sandbox lifecycle as the provider offers it, over the lifecycle API and execd's ping:
+// template resolution, create-and-wait-until-usable (never leaking a half-made sandbox),
+// connect, list across the server's pages, idempotent kill, timeouts on the server's
+// clock, pause and resume.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+#include "bridge/core/lifecycle_client.h"
+#include "bridge/core/upstream.h"
+
+namespace abx::core {
+
+struct CreateSpec {
+  std::string template_name;           // alias, "base", or an image reference; "" = base
+  std::optional<int64_t> timeout_s;    // sandbox lifetime; 0 = no expiry
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> metadata;
+  std::string cpu, memory;
+  std::vector<std::string> entrypoint;  // empty: the configured or derived default
+  std::optional<bool> secure;
+};
+
+struct Sandbox {
+  SandboxRecord record;
+  std::string template_name;
+};
+
+struct SandboxList {
+  std::vector<Sandbox> sandboxes;
+  std::optional<std::string> next_cursor;
+};
+
+// Progress of a wait, e.g. ("Pending", "waiting for execd").
+using ProgressFn = std::function<void(const std::string& state, const std::string& message)>;
+
+class Sandboxes {
+ public:
+  Sandboxes(Upstream* upstream, const ProviderConfig* config)
+      : upstream_(upstream), config_(config), lifecycle_(upstream->Lifecycle(*config)) {}
+
+  // Sandbox once Running and execd answers. On any failure, cancel or ready_timeout the
+  // sandbox is killed before the error returns.
+  Result<Sandbox> Create(const CreateSpec& spec, CancelToken* cancel, const ProgressFn& progress);
+  Result<Sandbox> Connect(const std::string& id, CancelToken* cancel);
+  Result<Sandbox> Get(const std::string& id, CancelToken* cancel);
+  Result<SandboxList> List(const std::vector<std::string>& states,
+                           const std::map<std::string, std::string>& metadata, int limit,
+                           const std::string& cursor, CancelToken* cancel);
+  // false when the sandbox was already gone.
+  Result<bool> Kill(const std::string& id, CancelToken* cancel);
+  // New expiry, `seconds` from the server's now (clamped to the 60 s minimum).
+  Result<std::string> SetTimeout(const std::string& id, int64_t seconds, CancelToken* cancel);
+  Result<Sandbox> Pause(const std::string& id, CancelToken* cancel);
+  Result<Sandbox> Resume(const std::string& id, CancelToken* cancel);
+
+  // alias → image, "base" → default_image, else verbatim.
+  std::string ResolveImage(const std::string& template_name) const;
+  // The reverse, for the Sandbox object: the alias or "base" an image came from.
+  std::string TemplateOf(const std::string& image) const;
+  // The request body of POST /sandboxes (exposed for tests).
+  std::string CreateBody(const CreateSpec& spec) const;
+
+ private:
+  Status WaitUntilUsable(const std::string& id, std::string state, int64_t deadline_ms,
+                         CancelToken* cancel, const ProgressFn& progress);
+  Sandbox Wrap(SandboxRecord record) const;
+
+  Upstream* upstream_;
+  const ProviderConfig* config_;
+  LifecycleClient lifecycle_;
+};
+
+}  // namespace abx::core

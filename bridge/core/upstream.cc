@@ -1,0 +1,93 @@
+#include "bridge/core/upstream.h"
+
+namespace abx::core {
+namespace {
+
+constexpr int kExecdPort = 44772;
+
+std::string CacheKey(const std::string& sandbox_id, const ProviderConfig& config) {
+  return sandbox_id + (config.use_server_proxy ? "|proxy" : "|direct") + "|" +
+         config.execd_access_token;
+}
+
+}  // namespace
+
+std::string ExecdBaseUrl(const std::string& lifecycle_url, const std::string& endpoint) {
+  const std::string scheme = lifecycle_url.rfind("https://", 0) == 0 ? "https://" : "http://";
+  std::string base = endpoint;
+  if (base.rfind("http://", 0) == 0 || base.rfind("https://", 0) == 0) {
+    // A server that does add a scheme: keep it rather than doubling it.
+  } else {
+    base = scheme + base;
+  }
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+LifecycleClient Upstream::Lifecycle(const ProviderConfig& config) const {
+  LifecycleClient client(http_, lifecycle_url_, api_key_);
+  client.set_timeout_ms(static_cast<int64_t>(config.request_timeout_s * 1000));
+  return client;
+}
+
+Result<ExecdClient> Upstream::Execd(const std::string& sandbox_id, const ProviderConfig& config,
+                                    const CancelToken* cancel) {
+  const int64_t timeout_ms = static_cast<int64_t>(config.request_timeout_s * 1000);
+  const std::string key = CacheKey(sandbox_id, config);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = endpoints_.find(key);
+    if (it != endpoints_.end()) return ExecdClient(http_, it->second, timeout_ms);
+  }
+  auto endpoint =
+      Lifecycle(config).GetEndpoint(sandbox_id, kExecdPort, config.use_server_proxy, cancel);
+  if (!endpoint.ok()) return endpoint.error();
+  ExecdTarget target;
+  target.base_url = ExecdBaseUrl(lifecycle_url_, endpoint->endpoint);
+  target.headers = endpoint->headers;
+  if (!config.execd_access_token.empty()) {
+    target.headers.emplace_back("X-EXECD-ACCESS-TOKEN", config.execd_access_token);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoints_[key] = target;
+  }
+  return ExecdClient(http_, std::move(target), timeout_ms);
+}
+
+namespace {
+
+template <typename Map>
+void ErasePrefix(Map* map, const std::string& prefix) {
+  for (auto it = map->lower_bound(prefix);
+       it != map->end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = map->erase(it);
+  }
+}
+
+}  // namespace
+
+void Upstream::Forget(const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ErasePrefix(&endpoints_, sandbox_id + "|");
+  ErasePrefix(&exec_tags_, sandbox_id + "|");
+}
+
+void Upstream::RememberExec(const std::string& sandbox_id, const std::string& tag,
+                            const std::string& exec_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exec_tags_[sandbox_id + "|" + tag] = exec_id;
+}
+
+std::string Upstream::ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = exec_tags_.find(sandbox_id + "|" + tag);
+  return it == exec_tags_.end() ? std::string() : it->second;
+}
+
+size_t Upstream::cached_sandboxes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return endpoints_.size();
+}
+
+}  // namespace abx::core

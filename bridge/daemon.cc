@@ -1,0 +1,135 @@
+#include "bridge/daemon.h"
+
+#include <csignal>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+
+#include "bridge/bridge_service.h"
+#include "bridge/core/log.h"
+#include "bridge/daemon_state.h"
+#include "bridge/epp_service.h"
+#include "bridge/unix_listener.h"
+#include "common/bridge_paths.h"
+#include "common/build_id.h"
+#include "common/platform.h"
+
+namespace abx::bridge {
+namespace {
+
+// Messages carry whole EPP lines (up to 8 MiB, plus framing); leave room.
+constexpr int kMaxMessageBytes = 32 << 20;
+
+// SIGTERM/SIGINT start a drain; handled on a thread of its own through sigwait, so no
+// async-signal-safety questions arise.
+void WatchSignals(DaemonState* state) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  std::thread([state, set] {
+    int sig = 0;
+    while (sigwait(&set, &sig) == 0) {
+      core::log::Info("bridge.signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      state->StartDraining();
+    }
+  }).detach();
+}
+
+}  // namespace
+
+int Serve(const ServeOptions& options) {
+  // Block the drain signals in every thread; WatchSignals takes them synchronously.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::string error;
+  std::unique_ptr<UnixListener> listener = UnixListener::FromSystemd(&error);
+  if (!error.empty()) {
+    core::log::Error("bridge.socket_activation", {{"error", error}});
+    return 1;
+  }
+  const std::string socket_path = listener ? listener->path() : options.socket_path;
+  if (socket_path.empty()) {
+    core::log::Error("bridge.no_socket", {{"error", "no --socket and no inherited socket"}});
+    return 2;
+  }
+  if (!EnsurePrivateDir(SocketDirOf(socket_path), &error)) {
+    core::log::Error("bridge.socket_dir", {{"error", error}});
+    return 1;
+  }
+  // The lock comes before the socket: whoever holds it owns the path (see unix_listener.h).
+  bool busy = false;
+  std::unique_ptr<FileLock> lock = FileLock::TryAcquire(LockPathFor(socket_path), &error, &busy);
+  if (!lock) {
+    if (busy) {
+      core::log::Info("bridge.lock_held", {{"detail", "another bridge serves " + socket_path}});
+      return 0;
+    }
+    core::log::Error("bridge.lock", {{"error", error}});
+    return 1;
+  }
+  lock->WriteContents(std::to_string(getpid()) + "\n", &error);
+  if (!listener) listener = UnixListener::Bind(socket_path, &error);
+  if (!listener) {
+    core::log::Error("bridge.bind", {{"error", error}});
+    return 1;
+  }
+
+  auto core = core::BridgeCore::Create();
+  if (!core.ok()) {
+    core::log::Error("bridge.core", {{"error", core.error().message}});
+    return 1;
+  }
+  DaemonState state(std::move(core).value());
+  BridgeService bridge_service(&state);
+  EppSessionService epp_service(&state);
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(&bridge_service);
+  builder.RegisterService(&epp_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    core::log::Error("bridge.grpc", {{"error", "the gRPC server did not start"}});
+    return 1;
+  }
+  WatchSignals(&state);
+
+  const uid_t self = geteuid();
+  std::thread acceptor([&] {
+    listener->AcceptLoop([&](int fd, unsigned uid, int pid) {
+      if (uid != self) {
+        core::log::Warn("bridge.peer_refused",
+                        {{"uid", std::to_string(uid)}, {"pid", std::to_string(pid)},
+                         {"reason", "the bridge serves only its own user"}});
+        close(fd);
+        return;
+      }
+      grpc::AddInsecureChannelFromFd(server.get(), fd);
+    });
+  });
+  core::log::Info("bridge.ready", {{"socket", socket_path},
+                                   {"pid", std::to_string(getpid())},
+                                   {"build_id", kBuildId},
+                                   {"idle_timeout_s", std::to_string(options.idle_timeout.count())}});
+
+  const bool idle = state.WaitForExit(options.idle_timeout);
+  core::log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
+  state.StartDraining();
+  listener->Close();  // new connections are refused; open sessions go on
+  acceptor.join();
+  state.WaitForSessions(options.drain_grace);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  core::log::Info("bridge.exited");
+  return 0;
+}
+
+}  // namespace abx::bridge

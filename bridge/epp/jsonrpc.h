@@ -1,0 +1,38 @@
+#pragma once
+// JSON-RPC 2.0 envelopes as EPP/1 uses them: one compact object per line.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <rapidjson/document.h>
+
+#include "bridge/core/error.h"
+#include "bridge/core/json.h"
+
+namespace abx::epp {
+
+struct Envelope {
+  std::shared_ptr<rapidjson::Document> doc;  // owns everything below
+  std::string method;
+  bool has_id = false;     // false: a notification
+  std::string id_json;     // compact JSON of the id ("7", "\"a\"", "null")
+  const rapidjson::Value* params = nullptr;  // object, array, or null when absent
+};
+
+// Parses one line. Errors are -32700 (not JSON, invalid UTF-8) or -32600 (not a
+// request); `id_json` receives the id when it could be read, else "null".
+core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json);
+
+// Best effort: the id of a line that is too long or broken, read from its first bytes
+// (an `"id":` member before any nesting). "null" when it cannot be read.
+std::string RecoverId(std::string_view prefix);
+
+std::string ResponseLine(const std::string& id_json, std::string_view result_json);
+std::string ErrorLine(const std::string& id_json, const core::Error& error);
+std::string NotificationLine(std::string_view method, std::string_view params_json);
+
+using core::json::Quote;
+using core::json::ToJson;
+
+}  // namespace abx::epp

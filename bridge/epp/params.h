@@ -1,0 +1,37 @@
+#pragma once
+// Reading EPP params: each getter checks the type and names the field in its -32602.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "bridge/core/error.h"
+
+namespace abx::epp {
+
+class Params {
+ public:
+  explicit Params(const rapidjson::Value& object) : object_(object) {}
+
+  bool Has(const char* key) const;
+  core::Result<std::string> RequiredString(const char* key) const;
+  core::Result<std::optional<std::string>> String(const char* key) const;
+  core::Result<std::optional<int64_t>> Int(const char* key) const;
+  core::Result<std::optional<double>> Number(const char* key) const;
+  core::Result<std::optional<bool>> Bool(const char* key) const;
+  core::Result<std::optional<std::vector<std::string>>> StringArray(const char* key) const;
+  core::Result<std::optional<std::map<std::string, std::string>>> StringMap(const char* key) const;
+  const rapidjson::Value* Raw(const char* key) const;
+
+ private:
+  const rapidjson::Value& object_;
+};
+
+// The sandbox id every sandbox-scoped method requires.
+core::Result<std::string> SandboxId(const Params& params);
+
+}  // namespace abx::epp

@@ -1,0 +1,229 @@
+#include "bridge/epp/session.h"
+
+#include <thread>
+#include <vector>
+
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/log.h"
+#include "bridge/epp/features.h"
+#include "bridge/epp/jsonrpc.h"
+#include "bridge/epp/methods.h"
+#include "common/version.h"
+
+namespace abx::epp {
+namespace {
+
+const rapidjson::Value& EmptyObject() {
+  static const rapidjson::Value* kEmpty = new rapidjson::Value(rapidjson::kObjectType);
+  return *kEmpty;
+}
+
+std::string InitializeResult() {
+  std::string r = "{\"protocol\":\"EPP/1\",\"provider\":{\"name\":";
+  r += Quote(kProviderName) + ",\"version\":" + Quote(kProviderVersion) + "},\"features\":[";
+  bool first = true;
+  for (const char* f : kFeatures) {
+    r += (first ? "" : ",") + Quote(f);
+    first = false;
+  }
+  r += "],\"partial\":{" + Quote(kPartialFeature) + ":" + Quote(kPartialNote) + "},\"extensions\":[";
+  first = true;
+  for (const char* e : kExtensions) {
+    r += (first ? "" : ",") + Quote(e);
+    first = false;
+  }
+  r += "],\"limits\":{\"max_line_bytes\":" + std::to_string(kMaxLineBytes) +
+       ",\"max_read_bytes\":" + std::to_string(kMaxReadBytes) + "}}";
+  return r;
+}
+
+}  // namespace
+
+Request::Request(Session* session, std::string id_json, std::string method,
+                 std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params)
+    : session_(session),
+      id_json_(std::move(id_json)),
+      method_(std::move(method)),
+      doc_(std::move(doc)),
+      params_(params) {}
+
+const rapidjson::Value& Request::params() const {
+  return params_ && params_->IsObject() ? *params_ : EmptyObject();
+}
+
+bool Request::Respond(std::string_view result_json) {
+  if (answered_.exchange(true)) return false;
+  session_->sink().Write(ResponseLine(id_json_, result_json), id_json_);
+  return true;
+}
+
+bool Request::Fail(const core::Error& error) {
+  if (answered_.exchange(true)) return false;
+  session_->sink().Write(ErrorLine(id_json_, error), id_json_);
+  return true;
+}
+
+void Request::Notify(std::string_view method, std::string_view params_json) {
+  session_->sink().Write(NotificationLine(method, params_json), "");
+}
+
+Session::Session(core::BridgeCore* core, SessionOrigin origin, LineSink* sink)
+    : core_(core), origin_(std::move(origin)), sink_(sink) {
+  if (!origin_.replay_initialize.empty()) {
+    std::string id_json, ignored;
+    auto env = ParseEnvelope(origin_.replay_initialize, &id_json);
+    if (env.ok()) Initialize(env->params, &ignored);
+  }
+}
+
+Session::~Session() {
+  OnHostGone();
+  WaitIdle();
+}
+
+void Session::OnLine(std::string line) {
+  std::string id_json;
+  auto parsed = ParseEnvelope(line, &id_json);
+  if (!parsed.ok()) {
+    sink_->Write(ErrorLine(id_json, parsed.error()), id_json);
+    return;
+  }
+  Envelope& env = parsed.value();
+  if (!env.has_id) {  // a notification: never answered
+    if (env.method == "exit") {
+      exit_requested_ = true;
+      OnHostGone();
+    } else if (env.method == "$/cancel") {
+      HandleCancel(env.params);
+    }
+    return;
+  }
+  auto fail = [&](core::Error error) { sink_->Write(ErrorLine(env.id_json, error), env.id_json); };
+  if (env.method == "initialize") {
+    std::string result;
+    core::Status st = Initialize(env.params, &result);
+    if (st.ok()) {
+      sink_->Write(ResponseLine(env.id_json, result), env.id_json);
+    } else {
+      fail(st.error());
+    }
+    return;
+  }
+  if (!initialized_) {
+    return fail(core::MakeError(core::ErrorCode::kNotInitialized,
+                                "initialize must be the first request"));
+  }
+  if (shutting_down_) {
+    return fail(core::MakeError(core::ErrorCode::kNotInitialized,
+                                "the session is shutting down and accepts no more requests"));
+  }
+  if (env.method == "shutdown") {
+    shutting_down_ = true;
+    Dispatch(env.id_json, env.method, env.doc, env.params);
+    return;
+  }
+  if (IsUnsupported(env.method)) {
+    return fail(core::MakeError(core::ErrorCode::kUnsupported,
+                                env.method + " is not supported by the opensandbox provider"));
+  }
+  if (!FindHandler(env.method)) {
+    return fail(core::MakeError(core::ErrorCode::kMethodNotFound, "unknown method " + env.method));
+  }
+  Dispatch(env.id_json, env.method, env.doc, env.params);
+}
+
+void Session::OnOversizedLine(const std::string& prefix, int64_t length) {
+  const std::string id_json = RecoverId(prefix);
+  core::Error error = core::MakeError(
+      core::ErrorCode::kTooLarge, "the line is " + std::to_string(length) +
+                                      " bytes; EPP/1 lines are at most " +
+                                      std::to_string(kMaxLineBytes) + " bytes");
+  sink_->Write(ErrorLine(id_json, error), id_json);
+}
+
+core::Status Session::Initialize(const rapidjson::Value* params, std::string* result_json) {
+  if (initialized_) {
+    return core::MakeError(core::ErrorCode::kInvalidRequest, "the session is already initialized");
+  }
+  std::string protocol;
+  if (params && params->IsObject()) {
+    auto it = params->FindMember("protocol");
+    if (it != params->MemberEnd() && it->value.IsString()) protocol = it->value.GetString();
+  }
+  if (protocol != "EPP/1") {
+    return core::MakeError(core::ErrorCode::kNotInitialized,
+                           "protocol " + (protocol.empty() ? std::string("(none)") : protocol) +
+                               " is not spoken here; this provider speaks EPP/1");
+  }
+  auto config = core::ParseConfig(origin_.config);
+  if (!config.ok()) return config.error().Within("configuration");
+  config_ = std::move(config).value();
+  upstream_ = core_->UpstreamFor(config_);
+  initialized_ = true;
+  *result_json = InitializeResult();
+  return core::OkStatus();
+}
+
+void Session::HandleCancel(const rapidjson::Value* params) {
+  if (!params || !params->IsObject()) return;
+  auto it = params->FindMember("id");
+  if (it == params->MemberEnd()) return;
+  const std::string target = ToJson(it->value);
+  std::shared_ptr<Request> request;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto found = in_flight_.find(target);
+    if (found != in_flight_.end()) request = found->second;
+  }
+  if (request) request->cancel().Cancel();
+}
+
+void Session::Dispatch(std::string id_json, std::string method,
+                       std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params) {
+  auto request = std::make_shared<Request>(this, id_json, std::move(method), std::move(doc), params);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++running_;
+    // A duplicate id replaces the older entry for $/cancel; both still get answered.
+    in_flight_[id_json] = request;
+  }
+  core_->CountRequest();
+  std::thread([this, request] {
+    core::Result<std::string> result = std::string("null");
+    if (request->method() == "shutdown") {
+      // Stop accepting (done by the caller), cancel what is in flight, wait, answer.
+      OnHostGone();  // cancels this request's own token too, which nothing watches
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_cv_.wait(lock, [&] { return running_ == 1; });
+    } else {
+      result = FindHandler(request->method())(*request);
+    }
+    if (result.ok()) {
+      request->Respond(result.value());
+    } else {
+      request->Fail(result.error());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = in_flight_.find(request->id_json());
+    if (it != in_flight_.end() && it->second == request) in_flight_.erase(it);
+    --running_;
+    idle_cv_.notify_all();
+  }).detach();
+}
+
+void Session::OnHostGone() {
+  // Cancel outside the lock: cancel hooks may talk to execd.
+  std::vector<std::shared_ptr<Request>> requests;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, request] : in_flight_) requests.push_back(request);
+  }
+  for (auto& request : requests) request->cancel().Cancel();
+}
+
+void Session::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return running_ == 0; });
+}
+
+}  // namespace abx::epp

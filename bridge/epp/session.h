@@ -1,0 +1,121 @@
+#pragma once
+// One EPP/1 host session on the bridge: the JSON-RPC state machine (initialize first,
+// shutdown, exit, $/cancel), concurrency (every request runs on its own thread, so
+// requests pipeline and answer out of order) and the end of the host (cancel attached
+// commands, then wait for every handler). Method semantics live in methods_*.cc.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <rapidjson/document.h>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+
+namespace abx::core {
+class BridgeCore;
+class Upstream;
+}  // namespace abx::core
+
+namespace abx::epp {
+
+// Where the session's output lines go, in order; thread-safe. Returns false once the
+// host can no longer be reached.
+class LineSink {
+ public:
+  virtual ~LineSink() = default;
+  virtual bool Write(std::string line, std::string response_id) = 0;
+};
+
+struct SessionOrigin {
+  std::map<std::string, std::string> config;  // raw, as the shim resolved it
+  std::map<std::string, std::string> config_source;
+  std::string shim_version;
+  std::string replay_initialize;  // non-empty: already initialized on another bridge
+  int shim_pid = 0;
+};
+
+class Session;
+
+// One request in flight: its params, its cancellation, and the way to answer it.
+class Request {
+ public:
+  Request(Session* session, std::string id_json, std::string method,
+          std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params);
+
+  const std::string& method() const { return method_; }
+  const std::string& id_json() const { return id_json_; }
+  // The params object; an empty object when the request had none.
+  const rapidjson::Value& params() const;
+  core::CancelToken& cancel() { return cancel_; }
+  Session& session() { return *session_; }
+
+  // Answers once; later answers are ignored. Returns false if already answered.
+  bool Respond(std::string_view result_json);
+  bool Fail(const core::Error& error);
+  bool answered() const { return answered_.load(); }
+  // Sends a notification belonging to this request (exec.output, $/progress …).
+  void Notify(std::string_view method, std::string_view params_json);
+
+ private:
+  Session* session_;
+  std::string id_json_;
+  std::string method_;
+  std::shared_ptr<rapidjson::Document> doc_;
+  const rapidjson::Value* params_;
+  core::CancelToken cancel_;
+  std::atomic<bool> answered_{false};
+};
+
+class Session {
+ public:
+  Session(core::BridgeCore* core, SessionOrigin origin, LineSink* sink);
+  ~Session();  // waits for every handler
+
+  // Lines in the order the host wrote them.
+  void OnLine(std::string line);
+  void OnOversizedLine(const std::string& prefix, int64_t length);
+  // The host is gone (end of stdin or the shim died): cancel everything in flight.
+  void OnHostGone();
+  // Blocks until no handler runs.
+  void WaitIdle();
+
+  bool exit_requested() const { return exit_requested_.load(); }
+  bool initialized() const { return initialized_.load(); }
+
+  // State shared by the method handlers.
+  core::BridgeCore& core() { return *core_; }
+  const core::ProviderConfig& config() const { return config_; }
+  const SessionOrigin& origin() const { return origin_; }
+  std::shared_ptr<core::Upstream> upstream() const { return upstream_; }
+  LineSink& sink() { return *sink_; }
+
+ private:
+  void Dispatch(std::string id_json, std::string method, std::shared_ptr<rapidjson::Document> doc,
+                const rapidjson::Value* params);
+  core::Status Initialize(const rapidjson::Value* params, std::string* result_json);
+  void HandleCancel(const rapidjson::Value* params);
+  void Finish(const std::string& id_json);
+
+  core::BridgeCore* core_;
+  SessionOrigin origin_;
+  LineSink* sink_;
+  core::ProviderConfig config_;
+  std::shared_ptr<core::Upstream> upstream_;
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> exit_requested_{false};
+
+  std::mutex mu_;
+  std::condition_variable idle_cv_;
+  std::map<std::string, std::shared_ptr<Request>> in_flight_;  // by id JSON
+  int running_ = 0;  // handler threads alive
+};
+
+}  // namespace abx::epp

@@ -1,0 +1,85 @@
+#include "bridge/epp_service.h"
+
+#include <mutex>
+
+#include "bridge/core/log.h"
+#include "bridge/epp/session.h"
+
+namespace abx::bridge {
+namespace {
+
+using abx::opensandbox::v1::SessionInput;
+using abx::opensandbox::v1::SessionOutput;
+
+// Serialises writes to the stream: gRPC allows one Write at a time, and the session's
+// handlers write from many threads. Once a write fails the host is gone for good.
+class StreamSink final : public epp::LineSink {
+ public:
+  explicit StreamSink(grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream)
+      : stream_(stream) {}
+
+  bool Write(std::string line, std::string response_id) override {
+    SessionOutput out;
+    out.set_line(std::move(line));
+    out.set_response_id(std::move(response_id));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_) return false;
+    if (!stream_->Write(out)) broken_ = true;
+    return !broken_;
+  }
+
+ private:
+  std::mutex mu_;
+  grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream_;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+grpc::Status EppSessionService::Run(grpc::ServerContext* context,
+                                    grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream) {
+  SessionInput input;
+  if (!stream->Read(&input) || !input.has_start()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message of a session must be SessionStart");
+  }
+  auto session_lease = state_->BeginSession();
+  if (!session_lease) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the bridge is draining and accepts no new sessions");
+  }
+  const auto& start = input.start();
+  epp::SessionOrigin origin;
+  origin.config.insert(start.config().begin(), start.config().end());
+  origin.config_source.insert(start.config_source().begin(), start.config_source().end());
+  origin.shim_version = start.shim_version();
+  origin.replay_initialize = start.replay_initialize();
+  origin.shim_pid = start.shim_pid();
+  for (const auto& [field, value] : origin.config) {
+    if (field == "api_key" || field == "registry_password" || field == "execd_access_token") {
+      core::log::RegisterSecret(value);
+    }
+  }
+  core::log::Info("session.start", {{"shim_pid", std::to_string(origin.shim_pid)},
+                                    {"replayed", origin.replay_initialize.empty() ? "no" : "yes"}});
+
+  StreamSink sink(stream);
+  {
+    epp::Session session(&state_->core(), std::move(origin), &sink);
+    while (!session.exit_requested() && stream->Read(&input)) {
+      if (input.kind_case() == SessionInput::kLine) {
+        session.OnLine(std::move(*input.mutable_line()));
+      } else if (input.kind_case() == SessionInput::kOversized) {
+        session.OnOversizedLine(input.oversized().prefix(), input.oversized().length());
+      }
+    }
+    // The host sent `exit`, half-closed (end of stdin) or vanished: cancel what it
+    // started and wait for every handler before the call ends.
+    session.OnHostGone();
+    session.WaitIdle();
+  }
+  core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
+  return grpc::Status::OK;
+}
+
+}  // namespace abx::bridge

@@ -1,0 +1,714 @@
+#include "bridge/upstream/http_client.h"
+
+#include <curl/curl.h>
+
+#include <array>
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+#include <utility>
+
+#include "bridge/upstream/url.h"
+
+namespace abx::upstream {
+namespace {
+
+// Size of the blocks a stream's bytes are handed over in. Small writes from curl (one SSE
+// event per HTTP chunk is typical) are packed into the current block, so a fast stream of
+// small events costs one lock and one memcpy per write, not an allocation.
+constexpr size_t kBlockBytes = 256 << 10;
+constexpr size_t kSpareBlocks = 4;
+constexpr long kPollMs = 1000;  // the I/O thread is woken on demand; this is only a backstop
+
+enum class StopReason : int { kNone = 0, kCancelled, kIdleTimeout, kCallback, kShutdown };
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::once_flag g_global_init_once;
+CURLcode g_global_init_result = CURLE_OK;
+
+bool HasLineBreakOrNul(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// "HTTP/1.1 204 No Content" → 204; 0 when unreadable.
+int StatusFromStatusLine(std::string_view line) {
+  size_t space = line.find(' ');
+  if (space == std::string_view::npos) return 0;
+  int status = 0;
+  for (size_t i = space + 1; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    status = status * 10 + (line[i] - '0');
+    if (status > 999) return 0;
+  }
+  return status;
+}
+
+}  // namespace
+
+const char* TransportErrorKindName(TransportErrorKind kind) {
+  switch (kind) {
+    case TransportErrorKind::kUnreachable:
+      return "unreachable";
+    case TransportErrorKind::kTimeout:
+      return "timeout";
+    case TransportErrorKind::kCancelled:
+      return "cancelled";
+    case TransportErrorKind::kBrokenStream:
+      return "broken_stream";
+    case TransportErrorKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+// One exchange, shared by the calling thread and the I/O thread.
+struct HttpClient::Transfer {
+  Transfer(const Request& request, bool streaming, size_t queue_limit)
+      : request(request), streaming(streaming), queue_limit(queue_limit) {}
+
+  const Request& request;  // outlives the transfer: the caller waits until it is finished
+  const bool streaming;
+  const size_t queue_limit;
+
+  // I/O thread only.
+  CURL* easy = nullptr;
+  curl_slist* header_list = nullptr;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  bool connected = false;  // a connection was made or reused (CURLOPT_PREREQFUNCTION)
+  curl_off_t uploaded = 0;
+
+  // Written by the caller, read by the I/O thread.
+  std::atomic<int> stop{static_cast<int>(StopReason::kNone)};
+  std::atomic<bool> unpause{false};
+  // Written by both.
+  std::atomic<int64_t> last_activity_ms{0};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  // Under mu.
+  int status = 0;
+  HeaderMap headers;
+  bool head_done = false;            // the final response's head is complete
+  std::deque<std::string> blocks;    // Stream: received, not yet handed to on_data
+  size_t queued_bytes = 0;
+  bool paused = false;               // Stream: curl holds data back until the queue drains
+  std::vector<std::string> spare;    // Stream: emptied blocks, reused
+  bool finished = false;             // the I/O thread is done with it
+  CURLcode result = CURLE_OK;
+  StopReason stopped_by = StopReason::kNone;
+  bool was_connected = false;
+  std::string detail;                // curl's description of a failure
+
+  // Send: the body. Written by the I/O thread only until `finished` is published.
+  std::string body;
+};
+
+// The libcurl side: handles and callbacks, used by the I/O thread only (the share's locks
+// are the exception, being libcurl's to take).
+class HttpClient::Curl {
+ public:
+  ~Curl() {
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    if (share != nullptr) curl_share_cleanup(share);
+  }
+
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Curl*>(user)->locks[static_cast<size_t>(data)].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<Curl*>(user)->locks[static_cast<size_t>(data)].unlock();
+  }
+
+  static size_t OnHeader(char* buffer, size_t size, size_t count, void* user);
+  static size_t OnBody(char* buffer, size_t size, size_t count, void* user);
+  static size_t OnStreamBody(char* buffer, size_t size, size_t count, void* user);
+  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t uploaded);
+  static int OnPrereq(void* user, char*, char*, int, int);
+
+  CURLM* multi = nullptr;
+  CURLSH* share = nullptr;
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+  std::unordered_map<CURL*, std::shared_ptr<Transfer>> active;
+};
+
+size_t HttpClient::Curl::OnHeader(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t length = size * count;
+  t->last_activity_ms.store(NowMs(), std::memory_order_relaxed);
+  std::string_view line(buffer, length);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  bool notify = false;
+  {
+    std::lock_guard<std::mutex> lock(t->mu);
+    if (t->head_done) return length;  // trailers of a chunked body
+    if (line.compare(0, 5, "HTTP/") == 0) {
+      // A new status line: an interim (1xx) response's headers are dropped.
+      t->headers.Clear();
+      t->status = StatusFromStatusLine(line);
+    } else if (line.empty()) {
+      if (t->status >= 200) {
+        t->head_done = true;
+        notify = t->streaming;
+      }
+    } else if (IsBlank(line.front())) {
+      // Obsolete line folding: continues the previous value.
+      t->headers.ExtendLastValue(Trim(line));
+    } else {
+      size_t colon = line.find(':');
+      if (colon != std::string_view::npos) {
+        t->headers.Add(std::string(Trim(line.substr(0, colon))),
+                       std::string(Trim(line.substr(colon + 1))));
+      }
+    }
+  }
+  if (notify) t->cv.notify_all();
+  return length;
+}
+
+size_t HttpClient::Curl::OnBody(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t length = size * count;
+  if (t->body.empty()) {
+    curl_off_t expected = -1;
+    if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &expected) == CURLE_OK &&
+        expected > 0 && expected < (curl_off_t{1} << 30)) {
+      t->body.reserve(static_cast<size_t>(expected));
+    }
+  }
+  t->body.append(buffer, length);
+  return length;
+}
+
+size_t HttpClient::Curl::OnStreamBody(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t length = size * count;
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> lock(t->mu);
+    if (t->queued_bytes >= t->queue_limit) {
+      t->paused = true;
+      return CURL_WRITEFUNC_PAUSE;  // curl keeps these bytes and offers them again on unpause
+    }
+    was_empty = t->blocks.empty();
+    if (was_empty || t->blocks.back().size() + length > t->blocks.back().capacity()) {
+      std::string block;
+      if (!t->spare.empty()) {
+        block = std::move(t->spare.back());
+        t->spare.pop_back();
+      }
+      block.reserve(std::max(kBlockBytes, length));
+      t->blocks.push_back(std::move(block));
+    }
+    t->blocks.back().append(buffer, length);
+    t->queued_bytes += length;
+  }
+  t->last_activity_ms.store(NowMs(), std::memory_order_relaxed);
+  if (was_empty) t->cv.notify_all();
+  return length;
+}
+
+int HttpClient::Curl::OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t,
+                                 curl_off_t uploaded) {
+  auto* t = static_cast<Transfer*>(user);
+  if (uploaded != t->uploaded) {
+    t->uploaded = uploaded;
+    t->last_activity_ms.store(NowMs(), std::memory_order_relaxed);
+  }
+  return 0;
+}
+
+int HttpClient::Curl::OnPrereq(void* user, char*, char*, int, int) {
+  static_cast<Transfer*>(user)->connected = true;
+  return CURL_PREREQFUNC_OK;
+}
+
+HttpClient::HttpClient(const HttpClientOptions& options) : options_(options) {}
+
+std::unique_ptr<HttpClient> HttpClient::Create(const HttpClientOptions& options,
+                                               std::string* error) {
+  std::call_once(g_global_init_once,
+                 [] { g_global_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (g_global_init_result != CURLE_OK) {
+    *error = std::string("libcurl could not be initialised: ") +
+             curl_easy_strerror(g_global_init_result);
+    return nullptr;
+  }
+  std::unique_ptr<HttpClient> client(new HttpClient(options));
+  if (!client->Start(error)) return nullptr;
+  return client;
+}
+
+bool HttpClient::Start(std::string* error) {
+  curl_ = std::make_unique<Curl>();
+  curl_->multi = curl_multi_init();
+  curl_->share = curl_share_init();
+  if (curl_->multi == nullptr || curl_->share == nullptr) {
+    *error = "libcurl could not create its handles (out of memory)";
+    return false;
+  }
+  curl_multi_setopt(curl_->multi, CURLMOPT_MAXCONNECTS,
+                    static_cast<long>(options_.connection_cache_size));
+  curl_multi_setopt(curl_->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
+  curl_share_setopt(curl_->share, CURLSHOPT_LOCKFUNC, &Curl::Lock);
+  curl_share_setopt(curl_->share, CURLSHOPT_UNLOCKFUNC, &Curl::Unlock);
+  curl_share_setopt(curl_->share, CURLSHOPT_USERDATA, curl_.get());
+  curl_share_setopt(curl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(curl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  thread_ = std::thread([this] { Run(); });
+  return true;
+}
+
+HttpClient::~HttpClient() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) {
+    Wake();
+    thread_.join();
+  }
+}
+
+void HttpClient::Wake() { curl_multi_wakeup(curl_->multi); }
+
+bool HttpClient::Submit(const std::shared_ptr<Transfer>& transfer) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!stopping_) {
+      queue_.push_back(transfer);
+      counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      std::lock_guard<std::mutex> transfer_lock(transfer->mu);
+      transfer->finished = true;
+      transfer->stopped_by = StopReason::kShutdown;
+      return false;
+    }
+  }
+  Wake();
+  return true;
+}
+
+namespace {
+
+// Header names and values go into the request head verbatim; a line break would let one
+// header smuggle others. Only the name is named in the error: values may be secrets.
+std::optional<TransportError> CheckRequest(const Request& request) {
+  auto invalid = [&](const std::string& what) {
+    return TransportError{TransportErrorKind::kOther,
+                          request.method + " " + UrlForMessages(request.url) + ": " + what, 0};
+  };
+  if (request.method.empty() || HasLineBreakOrNul(request.method) ||
+      request.method.find(' ') != std::string::npos) {
+    return invalid("invalid HTTP method");
+  }
+  if (HasLineBreakOrNul(request.url)) return invalid("invalid URL");
+  for (const auto& [name, value] : request.headers) {
+    if (name.empty() || HasLineBreakOrNul(name) || name.find(':') != std::string::npos) {
+      return invalid("invalid header name");
+    }
+    if (HasLineBreakOrNul(value)) return invalid("header " + name + " has a line break in its value");
+  }
+  return std::nullopt;
+}
+
+bool HasHeader(const HeaderList& headers, std::string_view name) {
+  for (const auto& header : headers) {
+    if (EqualsIgnoreCase(header.first, name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TransportResult<Response> HttpClient::Send(const Request& request, const CancelFlag* cancel) {
+  if (auto invalid = CheckRequest(request)) return *invalid;
+  auto transfer = std::make_shared<Transfer>(request, /*streaming=*/false, 0);
+  if (Submit(transfer)) WaitFinished(transfer.get(), cancel);
+  Transfer& t = *transfer;
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.result != CURLE_OK || t.stopped_by != StopReason::kNone) return ErrorOf(t);
+  Response response;
+  response.status = t.status;
+  response.headers = std::move(t.headers);
+  response.body = std::move(t.body);
+  return response;
+}
+
+void HttpClient::WaitFinished(Transfer* t, const CancelFlag* cancel) {
+  std::unique_lock<std::mutex> lock(t->mu);
+  while (!t->finished) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      t->stop.store(static_cast<int>(StopReason::kCancelled));
+      Wake();
+      t->cv.wait(lock, [t] { return t->finished; });
+      return;
+    }
+    if (cancel != nullptr) {
+      t->cv.wait_for(lock, std::chrono::milliseconds(kCancelPollMs));
+    } else {
+      t->cv.wait(lock);
+    }
+  }
+}
+
+TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
+                                                  const HeadersCallback& on_headers,
+                                                  const DataCallback& on_data,
+                                                  const CancelFlag* cancel) {
+  if (auto invalid = CheckRequest(request)) return *invalid;
+  auto transfer = std::make_shared<Transfer>(request, /*streaming=*/true,
+                                             std::max<size_t>(options_.stream_queue_bytes, 1));
+  Transfer& t = *transfer;
+  t.last_activity_ms.store(NowMs());
+  if (!Submit(transfer)) return ErrorOf(t);
+
+  StreamSummary summary;
+  bool headers_delivered = false;
+  std::deque<std::string> taken;
+  // Stops the transfer and waits until the I/O thread has let go of it (the request and
+  // its body must stay valid until then).
+  auto stop = [&](std::unique_lock<std::mutex>& lock, StopReason reason) {
+    t.stop.store(static_cast<int>(reason));
+    Wake();
+    t.cv.wait(lock, [&] { return t.finished; });
+  };
+
+  std::unique_lock<std::mutex> lock(t.mu);
+  for (;;) {
+    // Dropped on purpose (cancel, idle limit): nothing more is handed out.
+    if (t.finished && t.stopped_by != StopReason::kNone) break;
+    // Whatever arrived is handed out, even when the transfer failed later: the output an
+    // exec produced before its stream broke is still its output.
+    if (!headers_delivered && (t.head_done || (t.finished && t.result == CURLE_OK))) {
+      headers_delivered = true;
+      summary.status = t.status;
+      summary.headers = std::move(t.headers);  // the I/O thread is done with them
+      lock.unlock();
+      bool go_on = !on_headers || on_headers(summary.status, summary.headers);
+      lock.lock();
+      if (!go_on) {
+        summary.stopped = true;
+        stop(lock, StopReason::kCallback);
+        return summary;
+      }
+      continue;
+    }
+    if (!t.blocks.empty() && headers_delivered) {
+      taken.swap(t.blocks);
+      t.queued_bytes = 0;
+      if (t.paused) {
+        t.paused = false;
+        t.last_activity_ms.store(NowMs());
+        t.unpause.store(true);
+        Wake();
+      }
+      lock.unlock();
+      bool go_on = true;
+      for (std::string& block : taken) {
+        if (go_on) {
+          summary.body_bytes += block.size();
+          go_on = on_data(block.data(), block.size());
+        }
+        block.clear();
+      }
+      lock.lock();
+      while (!taken.empty()) {
+        if (t.spare.size() < kSpareBlocks) t.spare.push_back(std::move(taken.front()));
+        taken.pop_front();
+      }
+      if (!go_on) {
+        summary.stopped = true;
+        stop(lock, StopReason::kCallback);
+        return summary;
+      }
+      continue;
+    }
+    if (t.finished) break;
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      stop(lock, StopReason::kCancelled);
+      continue;  // it may have completed just before: then the rest is still handed out
+    }
+    if (request.idle_timeout_ms > 0 &&
+        NowMs() - t.last_activity_ms.load(std::memory_order_relaxed) > request.idle_timeout_ms) {
+      stop(lock, StopReason::kIdleTimeout);
+      continue;
+    }
+    t.cv.wait_for(lock, std::chrono::milliseconds(kCancelPollMs));
+  }
+  if (t.result != CURLE_OK || t.stopped_by != StopReason::kNone) return ErrorOf(t);
+  return summary;
+}
+
+TransportError HttpClient::ErrorOf(const Transfer& t) const {
+  TransportError error;
+  error.status = t.head_done ? t.status : 0;
+  const Request& request = t.request;
+  std::string prefix = request.method + " " + UrlForMessages(request.url) + ": ";
+  std::string detail = t.detail.empty() ? "" : " (" + t.detail + ")";
+  switch (t.stopped_by) {
+    case StopReason::kCancelled:
+    case StopReason::kCallback:
+      error.kind = TransportErrorKind::kCancelled;
+      error.message = prefix + "cancelled";
+      return error;
+    case StopReason::kShutdown:
+      error.kind = TransportErrorKind::kCancelled;
+      error.message = prefix + "the HTTP client is shutting down";
+      return error;
+    case StopReason::kIdleTimeout:
+      error.kind = TransportErrorKind::kTimeout;
+      error.message = prefix + "no data from the server for " +
+                      std::to_string(request.idle_timeout_ms) + " ms";
+      return error;
+    case StopReason::kNone:
+      break;
+  }
+  switch (t.result) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      error.kind = TransportErrorKind::kUnreachable;
+      error.message = prefix + "could not resolve the host" + detail;
+      break;
+    case CURLE_COULDNT_CONNECT:
+      error.kind = TransportErrorKind::kUnreachable;
+      error.message = prefix + "could not connect" + detail;
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      if (t.was_connected) {
+        error.kind = TransportErrorKind::kTimeout;
+        error.message = prefix + "no complete answer within " +
+                        std::to_string(request.timeout_ms) + " ms" + detail;
+      } else {
+        error.kind = TransportErrorKind::kUnreachable;
+        error.message = prefix + "could not connect in time" + detail;
+      }
+      break;
+    case CURLE_GOT_NOTHING:
+      error.kind = TransportErrorKind::kBrokenStream;
+      error.message = prefix + "the server closed the connection without answering" + detail;
+      break;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+      error.kind = TransportErrorKind::kBrokenStream;
+      error.message = prefix + "the connection broke before the response was complete" + detail;
+      break;
+    default:
+      error.kind = TransportErrorKind::kOther;
+      error.message = prefix + "the request failed" + detail;
+      break;
+  }
+  return error;
+}
+
+namespace {
+
+// Configures `easy` for `request`. Returns false with `error` set if curl refuses.
+bool Configure(CURL* easy, const Request& request, bool streaming, const HttpClientOptions& options,
+               CURLSH* share, curl_slist** header_list, std::string* error) {
+  auto set_failed = [&](CURLcode code) {
+    *error = std::string("libcurl refused an option: ") + curl_easy_strerror(code);
+    return false;
+  };
+  CURLcode code = CURLE_OK;
+#define ABX_SET(option, value)                                        \
+  if ((code = curl_easy_setopt(easy, option, value)) != CURLE_OK) { \
+    return set_failed(code);                                          \
+  }
+  ABX_SET(CURLOPT_URL, request.url.c_str());
+  ABX_SET(CURLOPT_PROTOCOLS_STR, "http,https");
+  ABX_SET(CURLOPT_NOSIGNAL, 1L);
+  ABX_SET(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  ABX_SET(CURLOPT_TCP_NODELAY, 1L);
+  ABX_SET(CURLOPT_TCP_KEEPALIVE, 1L);
+  ABX_SET(CURLOPT_TCP_KEEPIDLE, static_cast<long>(options.tcp_keepalive_idle_s));
+  ABX_SET(CURLOPT_TCP_KEEPINTVL, static_cast<long>(options.tcp_keepalive_idle_s));
+  ABX_SET(CURLOPT_BUFFERSIZE, static_cast<long>(options.receive_buffer_bytes));
+  ABX_SET(CURLOPT_UPLOAD_BUFFERSIZE, static_cast<long>(options.upload_buffer_bytes));
+  ABX_SET(CURLOPT_SHARE, share);
+  ABX_SET(CURLOPT_FOLLOWLOCATION, 0L);
+  ABX_SET(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+  if (!options.use_environment_proxy) ABX_SET(CURLOPT_PROXY, "");
+  if (!options.verify_tls) {
+    ABX_SET(CURLOPT_SSL_VERIFYPEER, 0L);
+    ABX_SET(CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (request.connect_timeout_ms > 0) {
+    ABX_SET(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
+  }
+  if (!streaming && request.timeout_ms > 0) {
+    ABX_SET(CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_ms));
+  }
+
+  const std::string& method = request.method;
+  std::string_view body = request.BodyView();
+  const bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
+  if (method == "HEAD") {
+    ABX_SET(CURLOPT_NOBODY, 1L);
+  } else if (method == "GET" && !has_body) {
+    ABX_SET(CURLOPT_HTTPGET, 1L);
+  } else {
+    if (method != "POST") ABX_SET(CURLOPT_CUSTOMREQUEST, method.c_str());
+    if (has_body) {
+      // Not CURLOPT_COPYPOSTFIELDS: curl reads the caller's bytes in place.
+      ABX_SET(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      ABX_SET(CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+    }
+  }
+
+  curl_slist* list = nullptr;
+  auto append = [&](const std::string& line) {
+    curl_slist* grown = curl_slist_append(list, line.c_str());
+    if (grown == nullptr) return false;
+    list = grown;
+    return true;
+  };
+  bool ok = true;
+  for (const auto& [name, value] : request.headers) {
+    // "Name;" is curl's way to send a header with an empty value ("Name:" would drop it).
+    ok = ok && append(value.empty() ? name + ";" : name + ": " + value);
+  }
+  // No "Expect: 100-continue" round trip before large bodies, and no made-up
+  // application/x-www-form-urlencoded type for a body sent without one.
+  if (!HasHeader(request.headers, "Expect")) ok = ok && append("Expect:");
+  if (has_body && !HasHeader(request.headers, "Content-Type")) ok = ok && append("Content-Type:");
+  *header_list = list;
+  if (!ok) {
+    *error = "out of memory building the request headers";
+    return false;
+  }
+  ABX_SET(CURLOPT_HTTPHEADER, list);
+#undef ABX_SET
+  return true;
+}
+
+}  // namespace
+
+void HttpClient::Run() {
+  Curl& curl = *curl_;
+  std::vector<std::shared_ptr<Transfer>> incoming;
+  std::vector<std::shared_ptr<Transfer>> to_stop;
+
+  auto finish = [&](const std::shared_ptr<Transfer>& t, CURLcode result, StopReason stopped_by,
+                    std::string detail) {
+    long connects = 0;
+    if (t->easy != nullptr) {
+      curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &connects);
+      if (detail.empty() && result != CURLE_OK) {
+        detail = t->error_buffer[0] != '\0' ? t->error_buffer : curl_easy_strerror(result);
+      }
+      if (curl.active.erase(t->easy) > 0) {
+        curl_multi_remove_handle(curl.multi, t->easy);
+        counters_.transfers_active.fetch_sub(1, std::memory_order_relaxed);
+      }
+      curl_easy_cleanup(t->easy);
+      t->easy = nullptr;
+    }
+    curl_slist_free_all(t->header_list);
+    t->header_list = nullptr;
+    counters_.connections_opened.fetch_add(connects, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(t->mu);
+      t->finished = true;
+      t->result = result;
+      t->stopped_by = stopped_by;
+      t->was_connected = t->connected;
+      t->detail = std::move(detail);
+    }
+    t->cv.notify_all();
+  };
+
+  auto add = [&](const std::shared_ptr<Transfer>& t) {
+    t->easy = curl_easy_init();
+    if (t->easy == nullptr) {
+      finish(t, CURLE_OUT_OF_MEMORY, StopReason::kNone, "out of memory");
+      return;
+    }
+    std::string error;
+    if (!Configure(t->easy, t->request, t->streaming, options_, curl.share, &t->header_list,
+                   &error)) {
+      finish(t, CURLE_FAILED_INIT, StopReason::kNone, error);
+      return;
+    }
+    Transfer* raw = t.get();
+    curl_easy_setopt(t->easy, CURLOPT_PRIVATE, raw);
+    curl_easy_setopt(t->easy, CURLOPT_ERRORBUFFER, t->error_buffer);
+    curl_easy_setopt(t->easy, CURLOPT_HEADERFUNCTION, &Curl::OnHeader);
+    curl_easy_setopt(t->easy, CURLOPT_HEADERDATA, raw);
+    curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION,
+                     t->streaming ? &Curl::OnStreamBody : &Curl::OnBody);
+    curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, raw);
+    curl_easy_setopt(t->easy, CURLOPT_PREREQFUNCTION, &Curl::OnPrereq);
+    curl_easy_setopt(t->easy, CURLOPT_PREREQDATA, raw);
+    if (t->streaming && !t->request.BodyView().empty()) {
+      // Upload progress counts as activity for the idle limit.
+      curl_easy_setopt(t->easy, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(t->easy, CURLOPT_XFERINFOFUNCTION, &Curl::OnProgress);
+      curl_easy_setopt(t->easy, CURLOPT_XFERINFODATA, raw);
+    }
+    CURLMcode added = curl_multi_add_handle(curl.multi, t->easy);
+    if (added != CURLM_OK) {
+      finish(t, CURLE_FAILED_INIT, StopReason::kNone,
+             std::string("libcurl refused the transfer: ") + curl_multi_strerror(added));
+      return;
+    }
+    curl.active.emplace(t->easy, t);
+    counters_.transfers_active.fetch_add(1, std::memory_order_relaxed);
+  };
+
+  for (;;) {
+    bool stopping;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      incoming.swap(queue_);
+      stopping = stopping_;
+    }
+    if (stopping) {
+      for (auto& t : incoming) finish(t, CURLE_OK, StopReason::kShutdown, "");
+      std::vector<std::shared_ptr<Transfer>> remaining;
+      for (auto& [easy, t] : curl.active) remaining.push_back(t);
+      for (auto& t : remaining) finish(t, CURLE_OK, StopReason::kShutdown, "");
+      return;
+    }
+    for (auto& t : incoming) add(t);
+    incoming.clear();
+
+    // What callers asked for since the last round: drop transfers, resume paused ones.
+    for (auto& [easy, t] : curl.active) {
+      if (t->stop.load() != static_cast<int>(StopReason::kNone)) {
+        to_stop.push_back(t);
+      } else if (t->unpause.exchange(false)) {
+        // May call OnStreamBody at once with the bytes curl held back.
+        curl_easy_pause(easy, CURLPAUSE_CONT);
+      }
+    }
+    for (auto& t : to_stop) finish(t, CURLE_OK, static_cast<StopReason>(t->stop.load()), "");
+    to_stop.clear();
+
+    int running = 0;
+    curl_multi_perform(curl.multi, &running);
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(curl.multi, &left)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      auto found = curl.active.find(message->easy_handle);
+      if (found == curl.active.end()) continue;
+      std::shared_ptr<Transfer> t = found->second;
+      finish(t, message->data.result, StopReason::kNone, "");
+    }
+    curl_multi_poll(curl.multi, nullptr, 0, kPollMs, nullptr);
+  }
+}
+
+}  // namespace abx::upstream

@@ -1,0 +1,195 @@
+#include "epp-shim/line_meta.h"
+
+#include <cstring>
+
+#include "rapidjson/memorystream.h"
+#include "rapidjson/reader.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace abx {
+namespace {
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// Deeper than this, the shim stops looking (only the top level matters to it) instead
+// of letting the parser's stack grow with the line.
+constexpr int kMaxDepth = 4096;
+
+// Tracks the nesting depth and records the top-level members the shim cares about.
+class TopLevelHandler
+    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TopLevelHandler> {
+ public:
+  // `stream` and `size` let a prefix parse tell a complete token from a cut one.
+  TopLevelHandler(const rapidjson::MemoryStream* stream, size_t size, bool prefix)
+      : stream_(stream), size_(size), prefix_(prefix) {}
+
+  bool Default() { return true; }
+
+  bool StartObject() {
+    if (depth_ == 0) root_is_object_ = true;
+    if (depth_ == 1) Member(kComposite);
+    if (depth_ == 1) composite_seen_ = true;
+    return ++depth_ <= kMaxDepth;
+  }
+  bool EndObject(rapidjson::SizeType) {
+    --depth_;
+    return true;
+  }
+  bool StartArray() {
+    if (depth_ == 1) Member(kComposite);
+    if (depth_ == 1) composite_seen_ = true;
+    return ++depth_ <= kMaxDepth;
+  }
+  bool EndArray(rapidjson::SizeType) {
+    --depth_;
+    return true;
+  }
+  bool Key(const char* text, rapidjson::SizeType length, bool) {
+    if (depth_ == 1) key_.assign(text, length);
+    return true;
+  }
+
+  bool Null() { return Scalar([](JsonWriter* w) { w->Null(); }); }
+  bool Bool(bool value) { return Scalar([&](JsonWriter* w) { w->Bool(value); }); }
+  bool Int(int value) { return Scalar([&](JsonWriter* w) { w->Int(value); }); }
+  bool Uint(unsigned value) { return Scalar([&](JsonWriter* w) { w->Uint(value); }); }
+  bool Int64(int64_t value) { return Scalar([&](JsonWriter* w) { w->Int64(value); }); }
+  bool Uint64(uint64_t value) { return Scalar([&](JsonWriter* w) { w->Uint64(value); }); }
+  bool Double(double value) { return Scalar([&](JsonWriter* w) { w->Double(value); }); }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    if (depth_ == 1 && key_ == "method" && !has_method_) {
+      method_.assign(text, length);
+      has_method_ = true;
+      return true;
+    }
+    return Scalar([&](JsonWriter* w) { w->String(text, length); });
+  }
+
+  LineMeta Result() const {
+    LineMeta meta;
+    if (!root_is_object_) return meta;
+    meta.has_result = has_result_;
+    meta.has_error = has_error_;
+    if (prefix_ && id_seen_ && !id_json_.empty()) {
+      // A cut line's answer (E8008) carries the id whenever it could be read, method
+      // or not, so it is tracked like a request.
+      meta.kind = LineMeta::Kind::kRequest;
+      meta.method = method_;
+      meta.id_json = id_json_;
+      return meta;
+    }
+    if (has_method_) {
+      meta.method = method_;
+      if (!id_seen_) {
+        meta.kind = LineMeta::Kind::kNotification;
+      } else if (!id_json_.empty()) {
+        meta.kind = LineMeta::Kind::kRequest;
+        meta.id_json = id_json_;
+      }
+      // A composite id (object or array) is not a valid request: kOther, which the
+      // bridge answers with -32600 and id null.
+    }
+    return meta;
+  }
+
+ private:
+  enum MemberKind { kScalar, kComposite };
+
+  // A member of the root object whose value just ended (or began, for composites).
+  void Member(MemberKind kind) {
+    if (key_ == "result") has_result_ = true;
+    if (key_ == "error") has_error_ = true;
+    if (key_ == "id" && !id_seen_) {
+      id_seen_ = true;
+      if (kind == kComposite) id_json_.clear();
+    }
+  }
+
+  template <typename WriteValue>
+  bool Scalar(WriteValue write_value) {
+    if (depth_ != 1) return true;
+    if (key_ == "id" && !id_seen_) {
+      // In a prefix, a number that ends exactly at the cut may have lost digits; and,
+      // as the bridge does, only an id before any nested value is trusted.
+      if (prefix_ && (stream_->Tell() >= size_ || composite_seen_)) return true;
+      rapidjson::StringBuffer buffer;
+      JsonWriter writer(buffer);
+      write_value(&writer);
+      id_json_.assign(buffer.GetString(), buffer.GetSize());
+    }
+    Member(kScalar);
+    return true;
+  }
+
+  const rapidjson::MemoryStream* stream_;
+  const size_t size_;
+  const bool prefix_;
+  int depth_ = 0;
+  bool root_is_object_ = false;
+  std::string key_;
+  bool has_method_ = false;
+  std::string method_;
+  bool composite_seen_ = false;  // a member of the root held an object or array
+  bool id_seen_ = false;
+  std::string id_json_;
+  bool has_result_ = false;
+  bool has_error_ = false;
+};
+
+LineMeta Parse(const std::string& text, bool prefix) {
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  TopLevelHandler handler(&stream, text.size(), prefix);
+  rapidjson::Reader reader;
+  // The bridge's flags, so both sides agree on which lines are JSON at all; iterative,
+  // so 8 MiB of '[' cannot exhaust the stack.
+  rapidjson::ParseResult ok =
+      reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(
+          stream, handler);
+  // A NUL byte ends a MemoryStream early; refuse lines that have one (not JSON anyway).
+  if (!prefix && (!ok || stream.Tell() != text.size())) return LineMeta();
+  return handler.Result();
+}
+
+}  // namespace
+
+LineMeta ParseLineMeta(const std::string& line) { return Parse(line, /*prefix=*/false); }
+
+LineMeta ParseLinePrefixMeta(const std::string& prefix) { return Parse(prefix, /*prefix=*/true); }
+
+std::string CanonicalIdJson(const std::string& json) {
+  LineMeta meta = ParseLineMeta("{\"method\":\"\",\"id\":" + json + "}");
+  return meta.kind == LineMeta::Kind::kRequest ? meta.id_json : "";
+}
+
+std::string BridgeUnreachableResponse(const std::string& id_json, const std::string& message) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter writer(buffer);
+  writer.StartObject();
+  writer.Key("jsonrpc");
+  writer.String("2.0");
+  writer.Key("id");
+  if (id_json.empty()) {
+    writer.Null();
+  } else {
+    writer.RawValue(id_json.data(), id_json.size(), rapidjson::kNumberType);
+  }
+  writer.Key("error");
+  writer.StartObject();
+  writer.Key("code");
+  writer.Int(-32001);
+  writer.Key("message");
+  writer.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+  writer.Key("data");
+  writer.StartObject();
+  writer.Key("epp_code");
+  writer.String("E8002");
+  writer.Key("retryable");
+  writer.Bool(true);
+  writer.EndObject();
+  writer.EndObject();
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace abx

@@ -1,0 +1,69 @@
+// abx-opensandbox-shim: the EPP/1 provider command that abx starts once per host
+// command. It forwards every stdin line to the shared bridge and every line the bridge
+// answers to stdout (see session.h, bridge_client.cc).
+//
+//   abx-opensandbox-shim            speak EPP/1 on stdin/stdout
+//   abx-opensandbox-shim --version  print name, version and build id
+//
+// Start-up does nothing before the first line arrives: no threads, no gRPC, no config.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/build_id.h"
+#include "common/line_reader.h"
+#include "common/version.h"
+#include "epp-shim/bridge_client.h"
+#include "epp-shim/config_resolver.h"
+#include "epp-shim/session.h"
+
+namespace {
+
+constexpr char kShimName[] = "abx-opensandbox-shim";
+
+int Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: %s [--version]\n"
+               "Speaks EPP/1 on stdin/stdout for abx, through the abx-opensandbox-bridge\n"
+               "daemon (started on demand; ABX_OPENSANDBOX_BRIDGE_SOCKET and\n"
+               "ABX_OPENSANDBOX_BRIDGE_BIN override its socket and binary).\n",
+               kShimName);
+  return out == stderr ? 2 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("%s %s %s (build %s)\n", kShimName, abx::kProviderName,
+                  abx::kProviderVersion, abx::kBuildId);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      return Usage(stdout);
+    }
+    std::fprintf(stderr, "%s: unknown argument %s\n", kShimName, argv[i]);
+    return Usage(stderr);
+  }
+
+  // A host that stops reading must not kill us mid-write; writes then fail with EPIPE.
+  signal(SIGPIPE, SIG_IGN);
+
+  abx::BridgeClient client(abx::BridgeClientOptions::FromEnvironment());
+  abx::ShimSession::Options options;
+  options.shim_version = abx::kProviderVersion;
+  options.build_id = abx::kBuildId;
+  options.resolve_config = [] { return abx::ResolveConfigFromProcess(); };
+  // Every line written so far went out with write(2); nothing is buffered. Leaving with
+  // _exit skips destructors that would wait on gRPC threads.
+  options.on_exit = [] { _exit(0); };
+  abx::ShimSession session(&client, STDOUT_FILENO, std::move(options));
+  abx::LineReader input(STDIN_FILENO);
+  const int code = session.Run(&input);
+  _exit(code);
+}

@@ -1,0 +1,68 @@
+#include "bridge/epp/jsonrpc.h"
+
+#include <gtest/gtest.h>
+
+namespace abx::epp {
+namespace {
+
+TEST(JsonRpcTest, ParsesARequest) {
+  std::string id;
+  auto env = ParseEnvelope(R"({"jsonrpc":"2.0","id":7,"method":"m","params":{"a":1}})", &id);
+  ASSERT_TRUE(env.ok());
+  EXPECT_TRUE(env->has_id);
+  EXPECT_EQ(env->id_json, "7");
+  EXPECT_EQ(env->method, "m");
+  EXPECT_TRUE(env->params->IsObject());
+}
+
+TEST(JsonRpcTest, NotificationHasNoId) {
+  std::string id;
+  auto env = ParseEnvelope(R"({"jsonrpc":"2.0","method":"exit"})", &id);
+  ASSERT_TRUE(env.ok());
+  EXPECT_FALSE(env->has_id);
+}
+
+TEST(JsonRpcTest, Errors) {
+  std::string id;
+  EXPECT_EQ(ParseEnvelope("{not json", &id).error().code, core::ErrorCode::kParse);
+  EXPECT_EQ(id, "null");
+  EXPECT_EQ(ParseEnvelope("[1,2]", &id).error().code, core::ErrorCode::kInvalidRequest);
+  EXPECT_EQ(ParseEnvelope(R"({"jsonrpc":"1.0","id":3,"method":"m"})", &id).error().code,
+            core::ErrorCode::kInvalidRequest);
+  EXPECT_EQ(id, "3");  // the id was readable, so the error carries it
+  EXPECT_EQ(ParseEnvelope(R"({"jsonrpc":"2.0","id":{},"method":"m"})", &id).error().code,
+            core::ErrorCode::kInvalidRequest);
+  EXPECT_EQ(ParseEnvelope(R"({"jsonrpc":"2.0","id":1,"method":5})", &id).error().code,
+            core::ErrorCode::kInvalidRequest);
+  EXPECT_EQ(ParseEnvelope(R"({"jsonrpc":"2.0","id":1,"method":"m","params":3})", &id).error().code,
+            core::ErrorCode::kInvalidRequest);
+  EXPECT_EQ(ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xFF\"}", &id).error().code,
+            core::ErrorCode::kParse);  // invalid UTF-8
+}
+
+TEST(JsonRpcTest, DeepNestingDoesNotCrash) {
+  std::string line(1 << 20, '[');
+  std::string id;
+  EXPECT_EQ(ParseEnvelope(line, &id).error().code, core::ErrorCode::kParse);
+}
+
+TEST(JsonRpcTest, RecoverIdFromAPrefix) {
+  EXPECT_EQ(RecoverId(R"({"jsonrpc":"2.0","id":42,"method":"files.write","params":{"data":"xxx)"), "42");
+  EXPECT_EQ(RecoverId(R"({"id":"abc","params":)"), "\"abc\"");
+  EXPECT_EQ(RecoverId(R"({"params":{"id":5},"id":6)"), "null");  // nested first: not trusted
+  EXPECT_EQ(RecoverId(R"({"method":"id","id":9})"), "9");
+  EXPECT_EQ(RecoverId("garbage"), "null");
+}
+
+TEST(JsonRpcTest, ErrorLineShape) {
+  core::Error e = core::MakeError(core::ErrorCode::kNotFound, "no such sandbox");
+  e.http_status = 404;
+  e.request_id = "r1";
+  EXPECT_EQ(ErrorLine("3", e),
+            R"({"jsonrpc":"2.0","id":3,"error":{"code":-32004,"message":"no such sandbox","data":{"epp_code":"E8005","http_status":404,"request_id":"r1"}}})");
+  EXPECT_EQ(ErrorLine("null", core::MakeError(core::ErrorCode::kParse, "bad")),
+            R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}})");
+}
+
+}  // namespace
+}  // namespace abx::epp

@@ -1,0 +1,142 @@
+// Ending commands early (epp1.md §1, §2, §3): `$/cancel` of exec.run and exec.start,
+// command timeouts, and end of stdin with a command still attached.
+
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+class CancelTest : public TestEnv {
+ protected:
+  void SetUp() override {
+    TestEnv::SetUp();
+    if (HasFatalFailure()) return;
+    shim_ = StartInitializedShim();
+    ASSERT_NE(shim_, nullptr);
+    sandbox_ = CreateSandbox(shim_);
+    ASSERT_FALSE(sandbox_.empty());
+  }
+
+  // Starts `command` attached; its request id and exec_id (empty with a failure).
+  std::pair<int64_t, std::string> Start(const std::string& command,
+                                        JsonObject extra = JsonObject()) {
+    const int64_t id = shim_->SendRequest(
+        "exec.start", extra.Str("sandbox_id", sandbox_).Str("command", command).str());
+    MessagePtr response = shim_->WaitResponse(id);
+    if (!response || response->IsError()) {
+      ADD_FAILURE() << "exec.start " << command << ": "
+                    << (response ? response->raw : std::string("no answer"));
+      return {id, ""};
+    }
+    started_ = response;
+    return {id, GetString(response->result(), "exec_id")};
+  }
+
+  EppSession* shim_ = nullptr;
+  std::string sandbox_;
+  MessagePtr started_;
+};
+
+TEST_F(CancelTest, CancelledExecRunAnswersE8009) {
+  const int64_t id = shim_->SendRequest(
+      "exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "sleep 30").str());
+  std::this_thread::sleep_for(Millis(500));
+  ASSERT_TRUE(shim_->ResponsesFor(id).empty()) << "exec.run of sleep 30 answered at once";
+  const auto sent = Clock::now();
+  ASSERT_TRUE(shim_->Notify("$/cancel", JsonObject().Int("id", id).str()));
+  MessagePtr response = shim_->WaitResponse(id, Millis(5000));
+  ASSERT_NE(response, nullptr) << "no answer to the cancelled exec.run within 5 s";
+  EXPECT_EQ(response->ErrorCode(), -32008) << response->raw;
+  EXPECT_EQ(response->EppCode(), "E8009") << response->raw;
+  EXPECT_LT(std::chrono::duration_cast<Millis>(Clock::now() - sent).count(), 5000);
+}
+
+TEST_F(CancelTest, CancelledExecStartEndsWithCancelledExit) {
+  auto [id, exec_id] = Start("echo before; sleep 30; echo after");
+  ASSERT_FALSE(exec_id.empty());
+  ASSERT_NE(shim_->WaitNotification(exec_id, "exec.output", Millis(10000)), nullptr)
+      << "no output from the command before the cancel";
+  ASSERT_TRUE(shim_->Notify("$/cancel", JsonObject().Int("id", id).str()));
+  ExecTrace trace = TraceExec(shim_, exec_id, started_, Millis(5000));
+  EXPECT_TRUE(trace.problems.empty()) << JoinProblems(trace);
+  ASSERT_NE(trace.exit, nullptr);
+  const rapidjson::Value& exit = trace.exit->params();
+  EXPECT_TRUE(GetBool(exit, "cancelled", false)) << trace.exit->raw;
+  EXPECT_FALSE(GetBool(exit, "timed_out", true)) << trace.exit->raw;
+  EXPECT_TRUE(IsNull(exit, "exit_code")) << "a cancelled command has no code of its own: "
+                                         << trace.exit->raw;
+  EXPECT_EQ(trace.stdout_data, "before\n");
+}
+
+TEST_F(CancelTest, CancelOfUnknownIdDoesNothing) {
+  ASSERT_TRUE(shim_->Notify("$/cancel", R"({"id":987654})"));
+  MessagePtr next = shim_->Request("sandbox.get", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(next, nullptr) << "the session stopped answering after $/cancel of an unknown id";
+  EXPECT_FALSE(next->IsError()) << next->raw;
+  EXPECT_TRUE(shim_->ResponsesFor(987654).empty()) << "a notification was answered";
+}
+
+TEST_F(CancelTest, CommandTimeoutEndsWithTimedOut) {
+  auto [id, exec_id] = Start("sleep 30", JsonObject().Int("timeout", 1));
+  ASSERT_FALSE(exec_id.empty());
+  ExecTrace trace = TraceExec(shim_, exec_id, started_, Millis(8000));
+  EXPECT_TRUE(trace.problems.empty()) << JoinProblems(trace);
+  ASSERT_NE(trace.exit, nullptr);
+  EXPECT_TRUE(GetBool(trace.exit->params(), "timed_out", false)) << trace.exit->raw;
+  EXPECT_FALSE(GetBool(trace.exit->params(), "cancelled", true)) << trace.exit->raw;
+  EXPECT_TRUE(IsNull(trace.exit->params(), "exit_code")) << trace.exit->raw;
+}
+
+TEST_F(CancelTest, ExecRunTimeoutReportsTimedOut) {
+  MessagePtr response = shim_->Request(
+      "exec.run",
+      JsonObject().Str("sandbox_id", sandbox_).Str("command", "sleep 30").Int("timeout", 1).str(),
+      Millis(8000));
+  ASSERT_NE(response, nullptr) << "exec.run with timeout 1 did not end within 8 s";
+  ASSERT_FALSE(response->IsError()) << response->raw;
+  EXPECT_TRUE(GetBool(response->result(), "timed_out", false)) << response->raw;
+  EXPECT_TRUE(IsNull(response->result(), "exit_code")) << response->raw;
+}
+
+TEST_F(CancelTest, EndOfStdinWithAttachedCommandExitsZeroWithinTwoSeconds) {
+  auto [id, exec_id] = Start("sleep 30");
+  ASSERT_FALSE(exec_id.empty());
+  shim_->CloseStdin();
+  auto status = shim_->WaitExit(Millis(2000));
+  ASSERT_TRUE(status.has_value()) << "the shim still runs 2 s after end of stdin";
+  EXPECT_TRUE(status->exited && status->code == 0) << status->ToString();
+}
+
+TEST_F(CancelTest, EndOfStdinKillsTheAttachedCommand) {
+  auto [id, exec_id] = Start("sleep 31.5");
+  ASSERT_FALSE(exec_id.empty());
+  shim_->CloseStdin();
+  ASSERT_TRUE(shim_->WaitExit(Millis(2000)).has_value());
+
+  EppSession* other = StartInitializedShim();
+  ASSERT_NE(other, nullptr);
+  MessagePtr connected =
+      other->Request("sandbox.connect", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(connected, nullptr);
+  ASSERT_FALSE(connected->IsError()) << connected->raw;
+  // Give the cancel a moment to reach execd, then look for the command.
+  MessagePtr listed;
+  bool still_there = true;
+  const auto deadline = Clock::now() + Millis(3000);
+  while (still_there && Clock::now() < deadline) {
+    listed = other->Request("process.list", JsonObject().Str("sandbox_id", sandbox_).str());
+    ASSERT_NE(listed, nullptr);
+    ASSERT_FALSE(listed->IsError()) << listed->raw;
+    still_there = listed->raw.find("sleep 31.5") != std::string::npos;
+    if (still_there) std::this_thread::sleep_for(Millis(200));
+  }
+  EXPECT_FALSE(still_there) << "the attached command outlived its session: " << listed->raw;
+}
+
+}  // namespace
+}  // namespace abx::e2e

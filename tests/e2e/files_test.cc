@@ -1,0 +1,173 @@
+// files.rw end to end (epp1.md §3): write, read (whole, ranged, base64), stat, list,
+// move, remove, and E8005 for a missing path.
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+std::string Base64(const std::string& bytes) {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63],
+            kAlphabet[n & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    uint32_t n = uint8_t(bytes[i]) << 16;
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63], '='};
+  }
+  return out;
+}
+
+class FilesTest : public TestEnv {
+ protected:
+  void SetUp() override {
+    TestEnv::SetUp();
+    if (HasFatalFailure()) return;
+    shim_ = StartInitializedShim();
+    ASSERT_NE(shim_, nullptr);
+    sandbox_ = CreateSandbox(shim_);
+    ASSERT_FALSE(sandbox_.empty());
+    MessagePtr made = Call("files.mkdir", JsonObject().Str("path", kDir).Bool("parents", true));
+    ASSERT_NE(made, nullptr);
+    ASSERT_FALSE(made->IsError()) << made->raw;
+  }
+
+  // `method` with `params` plus this test's sandbox_id; null on timeout (with a failure).
+  MessagePtr Call(const std::string& method, JsonObject params) {
+    const std::string text = params.Str("sandbox_id", sandbox_).str();
+    MessagePtr response = shim_->Request(method, text, Millis(20000));
+    if (!response) ADD_FAILURE() << "no answer to " << method << " " << Abbreviate(text, 300);
+    return response;
+  }
+
+  static constexpr char kDir[] = "/tmp/e2e-files";
+  EppSession* shim_ = nullptr;
+  std::string sandbox_;
+};
+
+TEST_F(FilesTest, WriteReadStatListRemove) {
+  const std::string path = std::string(kDir) + "/hello.txt";
+  const std::string content = "hello\nworld\n";
+  MessagePtr written =
+      Call("files.write", JsonObject().Str("path", path).Str("data", content).Str("mode", "0640"));
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw;
+  EXPECT_EQ(GetString(written->result(), "path"), path) << written->raw;
+  EXPECT_EQ(GetInt(written->result(), "size", -1), 12) << written->raw;
+
+  MessagePtr read = Call("files.read", JsonObject().Str("path", path));
+  ASSERT_NE(read, nullptr);
+  ASSERT_FALSE(read->IsError()) << read->raw;
+  EXPECT_EQ(GetString(read->result(), "data"), content) << read->raw;
+  EXPECT_EQ(GetString(read->result(), "encoding"), "utf8") << read->raw;
+  EXPECT_EQ(GetInt(read->result(), "offset", -1), 0) << read->raw;
+  EXPECT_EQ(GetInt(read->result(), "size", -1), 12) << read->raw;
+  EXPECT_TRUE(GetBool(read->result(), "eof", false)) << read->raw;
+
+  MessagePtr stat = Call("files.stat", JsonObject().Str("path", path));
+  ASSERT_NE(stat, nullptr);
+  ASSERT_FALSE(stat->IsError()) << stat->raw;
+  EXPECT_EQ(GetString(stat->result(), "path"), path) << stat->raw;
+  EXPECT_EQ(GetString(stat->result(), "name"), "hello.txt") << stat->raw;
+  EXPECT_EQ(GetString(stat->result(), "type"), "file") << stat->raw;
+  EXPECT_EQ(GetInt(stat->result(), "size", -1), 12) << stat->raw;
+  EXPECT_EQ(GetString(stat->result(), "mode"), "0640") << stat->raw;
+  EXPECT_FALSE(GetString(stat->result(), "modified_at").empty()) << stat->raw;
+
+  MessagePtr listed = Call("files.list", JsonObject().Str("path", kDir));
+  ASSERT_NE(listed, nullptr);
+  ASSERT_FALSE(listed->IsError()) << listed->raw;
+  const rapidjson::Value* entries = Find(listed->result(), "entries");
+  ASSERT_TRUE(entries && entries->IsArray()) << listed->raw;
+  bool found = false;
+  for (const rapidjson::Value& entry : entries->GetArray()) {
+    found |= GetString(entry, "name") == "hello.txt" && GetString(entry, "type") == "file";
+  }
+  EXPECT_TRUE(found) << listed->raw;
+
+  MessagePtr removed = Call("files.remove", JsonObject().Str("path", path));
+  ASSERT_NE(removed, nullptr);
+  ASSERT_FALSE(removed->IsError()) << removed->raw;
+  EXPECT_EQ(ToJson(removed->result()), "{}") << removed->raw;
+
+  MessagePtr gone = Call("files.stat", JsonObject().Str("path", path));
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->ErrorCode(), -32004) << gone->raw;
+  EXPECT_EQ(gone->EppCode(), "E8005") << gone->raw;
+}
+
+TEST_F(FilesTest, RangedRead) {
+  const std::string path = std::string(kDir) + "/range.txt";
+  MessagePtr written = Call("files.write", JsonObject().Str("path", path).Str("data", "hello\nworld\n"));
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw;
+
+  MessagePtr read = Call("files.read", JsonObject().Str("path", path).Int("offset", 6).Int("length", 5));
+  ASSERT_NE(read, nullptr);
+  ASSERT_FALSE(read->IsError()) << read->raw;
+  EXPECT_EQ(GetString(read->result(), "data"), "world") << read->raw;
+  EXPECT_EQ(GetInt(read->result(), "offset", -1), 6) << read->raw;
+  EXPECT_EQ(GetInt(read->result(), "size", -1), 12) << read->raw;
+  EXPECT_FALSE(GetBool(read->result(), "eof", true)) << read->raw;
+}
+
+TEST_F(FilesTest, BinaryRoundTripsWithBase64) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  bytes += bytes;  // 512 bytes, every value twice, NULs and invalid UTF-8 included
+  const std::string path = std::string(kDir) + "/blob.bin";
+  MessagePtr written = Call("files.write", JsonObject()
+                                               .Str("path", path)
+                                               .Str("data", Base64(bytes))
+                                               .Str("encoding", "base64"));
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw;
+  EXPECT_EQ(GetInt(written->result(), "size", -1), 512) << written->raw;
+
+  MessagePtr read = Call("files.read", JsonObject().Str("path", path).Str("encoding", "base64"));
+  ASSERT_NE(read, nullptr);
+  ASSERT_FALSE(read->IsError()) << read->raw;
+  EXPECT_EQ(GetString(read->result(), "encoding"), "base64") << read->raw;
+  EXPECT_EQ(GetString(read->result(), "data"), Base64(bytes)) << read->raw;
+  EXPECT_EQ(GetInt(read->result(), "size", -1), 512) << read->raw;
+}
+
+TEST_F(FilesTest, MoveThenReadAtTheNewPath) {
+  const std::string from = std::string(kDir) + "/from.txt";
+  const std::string to = std::string(kDir) + "/to.txt";
+  MessagePtr written = Call("files.write", JsonObject().Str("path", from).Str("data", "moved\n"));
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw;
+  MessagePtr moved = Call("files.move", JsonObject().Str("from", from).Str("to", to));
+  ASSERT_NE(moved, nullptr);
+  ASSERT_FALSE(moved->IsError()) << moved->raw;
+  MessagePtr read = Call("files.read", JsonObject().Str("path", to));
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(GetString(read->result(), "data"), "moved\n") << read->raw;
+  MessagePtr old = Call("files.stat", JsonObject().Str("path", from));
+  ASSERT_NE(old, nullptr);
+  EXPECT_EQ(old->EppCode(), "E8005") << old->raw;
+}
+
+TEST_F(FilesTest, ReadOfMissingPathIsE8005) {
+  MessagePtr read = Call("files.read", JsonObject().Str("path", std::string(kDir) + "/absent"));
+  ASSERT_NE(read, nullptr);
+  ASSERT_TRUE(read->IsError()) << read->raw;
+  EXPECT_EQ(read->ErrorCode(), -32004) << read->raw;
+  EXPECT_EQ(read->EppCode(), "E8005") << read->raw;
+}
+
+}  // namespace
+}  // namespace abx::e2e

@@ -1,0 +1,247 @@
+#include "tests/e2e/harness.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace abx::e2e {
+namespace {
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+bool MakeDir(const std::string& path, std::string* error) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    *error = Errno("mkdir " + path);
+    return false;
+  }
+  return true;
+}
+
+void PrintSection(const std::string& title, const std::string& text) {
+  std::fprintf(stderr, "\n===== %s =====\n%s%s", title.c_str(), text.c_str(),
+               (!text.empty() && text.back() != '\n') ? "\n" : "");
+}
+
+}  // namespace
+
+std::vector<std::string> TestEnv::FakeFlags() const { return {"--api-key", kApiKey}; }
+
+void TestEnv::SetUp() {
+  char root[] = "/tmp/abxe-XXXXXX";
+  ASSERT_NE(::mkdtemp(root), nullptr) << Errno("mkdtemp /tmp/abxe-XXXXXX");
+  root_dir_ = root;
+  home_dir_ = root_dir_ + "/home";
+  socket_dir_ = root_dir_ + "/run";
+  logs_dir_ = root_dir_ + "/logs";
+  socket_path_ = socket_dir_ + "/bridge.sock";
+  std::string error;
+  ASSERT_TRUE(MakeDir(home_dir_, &error)) << error;
+  ASSERT_TRUE(MakeDir(socket_dir_, &error)) << error;
+  ASSERT_TRUE(MakeDir(logs_dir_, &error)) << error;
+  ASSERT_TRUE(RestartFake(FakeFlags()));
+}
+
+bool TestEnv::RestartFake(const std::vector<std::string>& flags) {
+  if (fake_) fake_->Stop();
+  fake_.reset();
+  fake_flags_ = flags;
+  bool has_key = false, has_root = false;
+  for (const std::string& flag : flags) {
+    has_key |= flag == "--api-key";
+    has_root |= flag == "--root";
+  }
+  if (!has_key) {
+    fake_flags_.push_back("--api-key");
+    fake_flags_.push_back(kApiKey);
+  }
+  // The fake's sandboxes keep their files in this test's own directory.
+  if (!has_root) {
+    fake_flags_.push_back("--root");
+    fake_flags_.push_back(root_dir_ + "/fake-root-" + std::to_string(fake_generation_));
+  }
+  std::string error;
+  std::string log = logs_dir_ + "/fake-" + std::to_string(fake_generation_++) + ".log";
+  fake_ = FakeServer::Start(fake_flags_, log, &error);
+  EXPECT_NE(fake_, nullptr) << "cannot start the fake OpenSandbox server ("
+                            << FakeServerBinary() << "): " << error;
+  return fake_ != nullptr;
+}
+
+std::vector<std::string> TestEnv::ShimEnv(
+    const std::map<std::string, std::optional<std::string>>& overrides) const {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/bin:/bin"},
+      {"HOME", home_dir_},
+      {"ABX_OPENSANDBOX_BRIDGE_SOCKET", socket_path_},
+      {"ABX_OPENSANDBOX_BRIDGE_BIN", BridgeBinary()},
+      {"ABX_OPENSANDBOX_BASE_URL", fake_ ? fake_->base_url() : "http://127.0.0.1:1"},
+      {"ABX_OPENSANDBOX_API_KEY", kApiKey},
+      {"ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT", "60"},
+  };
+  for (const auto& [name, value] : overrides) {
+    if (value) {
+      env[name] = *value;
+    } else {
+      env.erase(name);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+EppSession* TestEnv::StartShim(
+    const std::map<std::string, std::optional<std::string>>& overrides) {
+  std::string error;
+  std::string stderr_path =
+      logs_dir_ + "/shim-" + std::to_string(shims_.size()) + ".stderr";
+  auto session = EppSession::Start(ShimBinary(), ShimEnv(overrides), stderr_path, &error);
+  if (!session) {
+    ADD_FAILURE() << "cannot start the shim (" << ShimBinary() << "): " << error;
+    return nullptr;
+  }
+  shims_.push_back(std::move(session));
+  return shims_.back().get();
+}
+
+EppSession* TestEnv::StartInitializedShim(
+    const std::map<std::string, std::optional<std::string>>& overrides) {
+  EppSession* shim = StartShim(overrides);
+  if (!shim) return nullptr;
+  MessagePtr response = shim->Initialize();
+  if (!response) {
+    ADD_FAILURE() << "no answer to initialize within " << kDefaultTimeout.count() << " ms";
+    return nullptr;
+  }
+  if (response->IsError() || !response->result().IsObject()) {
+    ADD_FAILURE() << "initialize failed: " << response->raw;
+    return nullptr;
+  }
+  if (auto pid = BridgePid()) bridge_pids_seen_.push_back(*pid);
+  return shim;
+}
+
+std::string TestEnv::CreateSandbox(EppSession* shim, const std::string& params_json,
+                                   Millis timeout) {
+  MessagePtr response = shim->Request("sandbox.create", params_json, timeout);
+  if (!response) {
+    ADD_FAILURE() << "no answer to sandbox.create " << params_json << " within "
+                  << timeout.count() << " ms";
+    return "";
+  }
+  std::string id = GetString(response->result(), "id");
+  std::string state = GetString(response->result(), "state");
+  if (response->IsError() || id.empty() || state != "Running") {
+    ADD_FAILURE() << "sandbox.create " << params_json << " gave no Running sandbox: "
+                  << response->raw;
+    return "";
+  }
+  return id;
+}
+
+std::string TestEnv::bridge_log_path() const { return socket_dir_ + "/bridge.log"; }
+
+std::optional<int64_t> TestEnv::UpstreamRequestsDuring(const std::function<void()>& action) {
+  std::string error;
+  auto first = fake_->Stats(&error);
+  auto second = fake_->Stats(&error);
+  if (!first || !second) {
+    ADD_FAILURE() << error;
+    return std::nullopt;
+  }
+  const int64_t stats_cost = second->requests - first->requests;
+  action();
+  auto after = fake_->Stats(&error);
+  if (!after) {
+    ADD_FAILURE() << error;
+    return std::nullopt;
+  }
+  return after->requests - second->requests - stats_cost;
+}
+
+std::vector<pid_t> TestEnv::BridgeProcesses() const {
+  return FindProcesses({"serve", socket_path_});
+}
+
+std::optional<pid_t> TestEnv::BridgePid() const {
+  std::string text = ReadFile(lock_path());
+  char* end = nullptr;
+  long pid = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || pid <= 0) return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
+void TestEnv::StopBridge() {
+  std::vector<pid_t> pids = bridge_pids_seen_;
+  if (auto pid = BridgePid()) pids.push_back(*pid);
+  for (pid_t pid : BridgeProcesses()) pids.push_back(pid);
+  if (FileExists(socket_path_) || !pids.empty()) {
+    std::string output;
+    RunCommand({BridgeBinary(), "stop", "--socket", socket_path_}, ShimEnv(), Millis(5000),
+               &output);
+  }
+  for (pid_t pid : pids) {
+    const auto deadline = Clock::now() + Millis(3000);
+    while (ProcessAlive(pid) && Clock::now() < deadline) std::this_thread::sleep_for(Millis(20));
+    // Only a process that is our bridge: its argv names our socket (a pid may be reused).
+    if (ProcessAlive(pid) && ProcessCommandLine(pid).find(socket_path_) != std::string::npos) {
+      ::kill(pid, SIGKILL);
+      const auto kill_deadline = Clock::now() + Millis(2000);
+      while (ProcessAlive(pid) && Clock::now() < kill_deadline) {
+        std::this_thread::sleep_for(Millis(10));
+      }
+    }
+  }
+}
+
+void TestEnv::TearDown() {
+  std::vector<std::string> shim_exits(shims_.size());
+  for (size_t i = 0; i < shims_.size(); ++i) {
+    shims_[i]->CloseStdin();
+    auto status = shims_[i]->WaitExit(Millis(3000));
+    if (!status) {
+      ::kill(shims_[i]->pid(), SIGKILL);
+      status = shims_[i]->WaitExit(Millis(3000));
+      shim_exits[i] = "killed after 3 s without exiting on EOF";
+    } else {
+      shim_exits[i] = status->ToString();
+    }
+  }
+  if (!root_dir_.empty()) StopBridge();
+  if (fake_) fake_->Stop();
+
+  // EPP/1 §1: nothing but JSON-RPC objects on stdout, ever.
+  for (size_t i = 0; i < shims_.size(); ++i) {
+    for (const std::string& violation : shims_[i]->ProtocolViolations()) {
+      ADD_FAILURE() << "shim " << i << " wrote a non-JSON-RPC line to stdout: " << violation;
+    }
+  }
+
+  if (HasFailure()) {
+    for (size_t i = 0; i < shims_.size(); ++i) {
+      PrintSection("shim " + std::to_string(i) + " transcript (" + shim_exits[i] + ")",
+                   shims_[i]->Transcript());
+      PrintSection("shim " + std::to_string(i) + " stderr", ReadFile(shims_[i]->stderr_path(), 8000));
+    }
+    PrintSection("bridge log " + bridge_log_path(), ReadFile(bridge_log_path(), 12000));
+    for (int g = 0; g < fake_generation_; ++g) {
+      std::string log = logs_dir_ + "/fake-" + std::to_string(g) + ".log";
+      PrintSection("fake log " + log, ReadFile(log, 6000));
+    }
+  }
+  shims_.clear();
+  fake_.reset();
+  if (!root_dir_.empty() && !std::getenv("ABX_E2E_KEEP_TMP")) {
+    std::error_code ec;
+    std::filesystem::remove_all(root_dir_, ec);
+  }
+}
+
+}  // namespace abx::e2e

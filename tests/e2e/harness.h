@@ -1,0 +1,109 @@
+#pragma once
+
+// End-to-end test harness: runs the real binaries as real processes.
+//
+//   FakeServer  the fake OpenSandbox server (//tests/fake-opensandbox), on a loopback
+//               port it picks itself (`--port 0`), with its control endpoint (/_fake/...).
+//   EppSession  one abx-opensandbox-shim process, driven over its stdin/stdout exactly as a
+//               host drives it (EPP/1, one JSON-RPC object per line). A reader thread files
+//               every stdout line as a response (by id) or a notification (by method and
+//               exec_id), so tests wait on what they expect with a timeout and then look at
+//               everything that came, in arrival order.
+//   TestEnv     the GoogleTest fixture that owns one fake server, the temp dirs (HOME,
+//               socket dir, logs), every shim a test starts, and the bridge those shims
+//               start; its TearDown stops all of them and, when the test failed, prints
+//               what was sent, what came back, the shims' stderr and the bridge's log.
+//
+// Every wait takes a timeout: a broken binary makes a test fail, never hang. Children
+// are started with posix_spawn from an argv and an explicit environment, never through
+// a shell, and never with a secret in argv.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/epp_session.h"
+#include "tests/e2e/exec_trace.h"
+#include "tests/e2e/fake_server.h"
+#include "tests/e2e/json_util.h"
+#include "tests/e2e/process.h"
+#include "tests/e2e/runfiles.h"
+
+namespace abx::e2e {
+
+class TestEnv : public ::testing::Test {
+ public:
+  // The API key the fake requires and the shims are given. Distinctive, so a test can
+  // search every log and output for it.
+  static constexpr char kApiKey[] = "e2e-Secret-7f3a9c1d-KEY";
+
+ protected:
+  // Makes /tmp/abxe-XXXXXX/{home,run,logs} and starts the fake with FakeFlags().
+  void SetUp() override;
+  // Ends the shims (stdin closed, then killed), stops the bridge, stops the fake, checks
+  // every shim's stdout discipline, prints diagnostics when the test failed, removes
+  // the temp dirs (kept when ABX_E2E_KEEP_TMP is set).
+  void TearDown() override;
+
+  // Flags for the fake besides --port 0. Default: {"--api-key", kApiKey}.
+  virtual std::vector<std::string> FakeFlags() const;
+  // Stops the fake and starts a new one with `flags`, adding `--api-key kApiKey` and
+  // `--root <root_dir>/fake-root-N` unless `flags` has them. Shims started afterwards
+  // point at it.
+  bool RestartFake(const std::vector<std::string>& flags);
+  FakeServer& fake() { return *fake_; }
+
+  // The environment a shim gets: PATH, HOME, ABX_OPENSANDBOX_BRIDGE_SOCKET,
+  // ABX_OPENSANDBOX_BRIDGE_BIN, ABX_OPENSANDBOX_BASE_URL, ABX_OPENSANDBOX_API_KEY,
+  // ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT (60, so a leaked bridge goes away by itself).
+  // `overrides` replace or add entries; a nullopt value removes one.
+  std::vector<std::string> ShimEnv(
+      const std::map<std::string, std::optional<std::string>>& overrides = {}) const;
+  // Starts a shim with ShimEnv(overrides); the fixture owns it until TearDown. Null (with
+  // a test failure) when it cannot be started.
+  EppSession* StartShim(
+      const std::map<std::string, std::optional<std::string>>& overrides = {});
+  // StartShim + `initialize`, which must succeed (else a failure and null).
+  EppSession* StartInitializedShim(
+      const std::map<std::string, std::optional<std::string>>& overrides = {});
+  // sandbox.create with `params_json` on `shim`; the id of the Running sandbox, or ""
+  // with a test failure.
+  std::string CreateSandbox(EppSession* shim,
+                            const std::string& params_json = R"({"template":"base"})",
+                            Millis timeout = Millis(30000));
+
+  const std::string& root_dir() const { return root_dir_; }      // /tmp/abxe-XXXXXX
+  const std::string& home_dir() const { return home_dir_; }      // root/home
+  const std::string& socket_dir() const { return socket_dir_; }  // root/run (0700)
+  const std::string& socket_path() const { return socket_path_; }  // root/run/bridge.sock
+  std::string lock_path() const { return socket_path_ + ".lock"; }
+  std::string bridge_log_path() const;  // root/run/bridge.log
+  const std::string& logs_dir() const { return logs_dir_; }
+
+  // How many requests reached the fake while `action` ran, not counting the stats calls
+  // made to find out (their own cost is measured first). nullopt when stats fail.
+  std::optional<int64_t> UpstreamRequestsDuring(const std::function<void()>& action);
+
+  // Bridges serving our socket now: live processes whose argv has "serve" and our socket.
+  std::vector<pid_t> BridgeProcesses() const;
+  // The pid the bridge wrote into its lock file; nullopt when there is none.
+  std::optional<pid_t> BridgePid() const;
+  // `abx-opensandbox-bridge stop --socket`, then SIGKILL of the lock file's pid when it is
+  // still alive after 3 s (only when its argv names our socket).
+  void StopBridge();
+
+ private:
+  std::string root_dir_, home_dir_, socket_dir_, socket_path_, logs_dir_;
+  std::vector<std::string> fake_flags_;
+  std::unique_ptr<FakeServer> fake_;
+  int fake_generation_ = 0;
+  std::vector<std::unique_ptr<EppSession>> shims_;
+  std::vector<pid_t> bridge_pids_seen_;
+};
+
+}  // namespace abx::e2e

@@ -1,0 +1,242 @@
+#include "epp-shim/session.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+#include "tests/epp-shim/fake_bridge.h"
+#include "tests/epp-shim/shim_test_util.h"
+
+namespace abx::testing {
+namespace {
+
+constexpr char kInitialize[] =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol":"EPP/1"}})";
+
+rapidjson::Document Json(const std::string& line) {
+  rapidjson::Document doc;
+  doc.Parse(line.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << line;
+  return doc;
+}
+
+bool IsBridgeGone(const std::string& line, const std::string& id_json) {
+  rapidjson::Document doc = Json(line);
+  if (!doc.IsObject() || !doc.HasMember("error")) return false;
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  doc["id"].Accept(writer);
+  return buffer.GetString() == id_json && doc["error"]["code"].GetInt() == -32001 &&
+         std::string(doc["error"]["data"]["epp_code"].GetString()) == "E8002" &&
+         doc["error"]["data"]["retryable"].GetBool();
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  std::string socket() const { return dir_.path() + "/b.sock"; }
+  ShortTempDir dir_;
+};
+
+TEST_F(SessionTest, ForwardsLinesInOrderWithSessionStart) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  ResolvedConfig config;
+  config.values["base_url"] = "http://127.0.0.1:1";
+  config.values["api_key"] = "k-123";
+  config.sources["base_url"] = "env:ABX_OPENSANDBOX_BASE_URL";
+  config.sources["api_key"] = "file:/h/.abx/config.toml";
+  {
+    SessionUnderTest session(TestClientOptions(socket()), config);
+    session.Send(kInitialize);
+    session.Send(R"({"jsonrpc":"2.0","id":"n","method":"test.notify"})");
+    session.Send(R"({"jsonrpc":"2.0","method":"$/cancel","params":{"id":99}})");
+    for (int i = 2; i < 40; ++i) {
+      session.Send(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"m.)" +
+                   std::to_string(i) + R"("})");
+    }
+    std::vector<std::string> lines = session.output().WaitFor(41);
+    ASSERT_EQ(lines.size(), 41u);
+    EXPECT_EQ(Json(lines[0])["result"]["protocol"], "EPP/1");
+    EXPECT_EQ(lines[1], R"({"jsonrpc":"2.0","method":"test.note","params":{}})");
+    EXPECT_EQ(Json(lines[2])["id"], "n");
+    for (int i = 2; i < 40; ++i) {
+      EXPECT_EQ(Json(lines[i + 1])["id"].GetInt(), i) << lines[i + 1];
+    }
+    session.CloseInput();
+    EXPECT_TRUE(session.WaitDone(3000));
+    EXPECT_EQ(session.exit_code(), 0);
+    EXPECT_FALSE(session.exited_by_bridge());
+  }
+  EXPECT_TRUE(bridge->WaitForEndedSessions(1, 2000)) << "the half-close did not reach the bridge";
+  std::vector<std::string> received = bridge->lines();
+  ASSERT_EQ(received.size(), 41u);
+  EXPECT_EQ(received[0], kInitialize);
+  EXPECT_EQ(received[2], R"({"jsonrpc":"2.0","method":"$/cancel","params":{"id":99}})");
+
+  auto starts = bridge->starts();
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].config().at("base_url"), "http://127.0.0.1:1");
+  EXPECT_EQ(starts[0].config().at("api_key"), "k-123");
+  EXPECT_EQ(starts[0].config_source().at("api_key"), "file:/h/.abx/config.toml");
+  EXPECT_EQ(starts[0].shim_version(), "test-version");
+  EXPECT_EQ(starts[0].build_id(), kTestBuildId);
+  EXPECT_EQ(starts[0].shim_pid(), getpid());
+  EXPECT_TRUE(starts[0].replay_initialize().empty());
+  EXPECT_EQ(bridge->hellos(), 1);
+}
+
+TEST_F(SessionTest, KeepsBytesOfLinesVerbatim) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  const std::string crlf = R"({"jsonrpc":"2.0","id":5,"method":"m"})" "\r";
+  const std::string utf8 = R"({"jsonrpc":"2.0","id":6,"method":"m","params":{"s":"héllo ✓"}})";
+  session.SendRaw(crlf + "\n" + utf8 + "\n" + "\n" + "garbage");
+  session.CloseInput();
+  std::vector<std::string> lines = session.output().WaitFor(4);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_TRUE(session.WaitDone(3000));
+  std::vector<std::string> received = bridge->lines();
+  ASSERT_EQ(received.size(), 4u);
+  EXPECT_EQ(received[0], crlf);
+  EXPECT_EQ(received[1], utf8);
+  EXPECT_EQ(received[2], "");
+  EXPECT_EQ(received[3], "garbage");  // a last line without newline still counts
+}
+
+TEST_F(SessionTest, OversizedLineGoesAsOversized) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(kInitialize);
+  std::string big = R"({"jsonrpc":"2.0","id":77,"method":"files.write","params":{"data":")";
+  big += std::string(kMaxLineBytes, 'A') + R"("}})";
+  session.Send(big);
+  session.Send(R"({"jsonrpc":"2.0","id":78,"method":"after"})");
+  std::vector<std::string> lines = session.output().WaitFor(3);
+  ASSERT_EQ(lines.size(), 3u);
+  rapidjson::Document too_large = Json(lines[1]);
+  EXPECT_EQ(too_large["error"]["code"].GetInt(), -32007);
+  EXPECT_EQ(too_large["id"].GetInt(), 77);
+  EXPECT_EQ(too_large["error"]["data"]["length"].GetInt64(),
+            static_cast<int64_t>(big.size()));
+  EXPECT_EQ(Json(lines[2])["id"].GetInt(), 78);
+  EXPECT_EQ(Json(lines[2])["result"]["bytes"].GetInt(), 42);
+}
+
+TEST_F(SessionTest, BridgeDeathAnswersInFlightThenReplaysInitialize) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(kInitialize);
+  ASSERT_EQ(session.output().WaitFor(1).size(), 1u);
+  session.Send(R"({"jsonrpc":"2.0","id":5,"method":"test.hang"})");
+  session.Send(R"({"jsonrpc":"2.0","id":"five","method":"test.hang"})");
+  session.Send(R"({"jsonrpc":"2.0","id":6,"method":"answered"})");
+  ASSERT_EQ(session.output().WaitFor(2).size(), 2u);
+  // Give the hanging requests time to reach the bridge, then kill it.
+  for (int i = 0; i < 200 && bridge->lines().size() < 4; ++i) usleep(5000);
+  bridge->Kill();
+
+  std::vector<std::string> lines = session.output().WaitFor(4);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_TRUE(IsBridgeGone(lines[2], "5") || IsBridgeGone(lines[2], "\"five\"")) << lines[2];
+  EXPECT_TRUE(IsBridgeGone(lines[3], "5") || IsBridgeGone(lines[3], "\"five\"")) << lines[3];
+  EXPECT_NE(lines[2], lines[3]);
+  EXPECT_NE(lines[2].find("the bridge went away"), std::string::npos) << lines[2];
+
+  // A new bridge on the same socket: the next request reconnects and replays.
+  auto second = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(second, nullptr);
+  session.Send(R"({"jsonrpc":"2.0","id":7,"method":"after.restart"})");
+  lines = session.output().WaitFor(5);
+  ASSERT_EQ(lines.size(), 5u);
+  rapidjson::Document reply = Json(lines[4]);
+  EXPECT_EQ(reply["id"].GetInt(), 7);
+  EXPECT_TRUE(reply["result"]["replayed"].GetBool()) << lines[4];
+  auto starts = second->starts();
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].replay_initialize(), kInitialize);
+  EXPECT_EQ(second->lines(), std::vector<std::string>{R"({"jsonrpc":"2.0","id":7,"method":"after.restart"})"});
+}
+
+TEST_F(SessionTest, CallFailureAnswersEveryRequestInFlight) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(R"({"jsonrpc":"2.0","id":1,"method":"test.hang"})");
+  session.Send(R"({"jsonrpc":"2.0","id":1,"method":"test.hang"})");  // a reused id
+  session.Send(R"({"jsonrpc":"2.0","id":2,"method":"test.fail_call"})");
+  std::vector<std::string> lines = session.output().WaitFor(3);
+  ASSERT_EQ(lines.size(), 3u);
+  int ones = 0, twos = 0;
+  for (const std::string& line : lines) {
+    if (IsBridgeGone(line, "1")) ++ones;
+    if (IsBridgeGone(line, "2")) ++twos;
+    EXPECT_NE(line.find("simulated bridge failure"), std::string::npos) << line;
+  }
+  EXPECT_EQ(ones, 2);
+  EXPECT_EQ(twos, 1);
+  // The initialize was never answered, so the next session starts afresh.
+  session.Send(R"({"jsonrpc":"2.0","id":3,"method":"again"})");
+  lines = session.output().WaitFor(4);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(Json(lines[3])["result"]["session"].GetInt(), 2);
+  EXPECT_FALSE(Json(lines[3])["result"]["replayed"].GetBool());
+}
+
+TEST_F(SessionTest, ExitEndsTheSession) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(kInitialize);
+  session.Send(R"({"jsonrpc":"2.0","method":"exit"})");
+  ASSERT_EQ(session.output().WaitFor(1).size(), 1u);
+  for (int i = 0; i < 400 && !session.exited_by_bridge(); ++i) usleep(5000);
+  EXPECT_TRUE(session.exited_by_bridge());
+  EXPECT_EQ(session.output().lines().size(), 1u) << "no E8002 after exit";
+}
+
+TEST_F(SessionTest, ExitWithoutBridgeReturnsAtOnce) {
+  BridgeClientOptions options = TestClientOptions(socket());
+  options.bridge_binary = dir_.path() + "/no-such-bridge";
+  SessionUnderTest session(options);
+  session.Send(R"({"jsonrpc":"2.0","method":"exit"})");
+  EXPECT_TRUE(session.WaitDone(2000));
+  EXPECT_EQ(session.exit_code(), 0);
+  EXPECT_TRUE(session.output().lines().empty());
+}
+
+TEST_F(SessionTest, UnreachableBridgeAnswersEachRequestAndKeepsReading) {
+  BridgeClientOptions options = TestClientOptions(socket());
+  options.bridge_binary = dir_.path() + "/no-such-bridge";
+  SessionUnderTest session(options);
+  session.Send(kInitialize);
+  session.Send(R"({"jsonrpc":"2.0","method":"$/cancel","params":{"id":1}})");
+  session.Send(R"({"jsonrpc":"2.0","id":"b","method":"sandbox.list"})");
+  session.Send("not json");
+  std::vector<std::string> lines = session.output().WaitFor(3);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(IsBridgeGone(lines[0], "1")) << lines[0];
+  EXPECT_TRUE(IsBridgeGone(lines[1], "\"b\"")) << lines[1];
+  EXPECT_TRUE(IsBridgeGone(lines[2], "null")) << lines[2];
+  EXPECT_NE(lines[0].find(dir_.path() + "/b.log"), std::string::npos) << "names the log: " << lines[0];
+  EXPECT_NE(lines[0].find("no-such-bridge"), std::string::npos) << lines[0];
+  session.CloseInput();
+  EXPECT_TRUE(session.WaitDone(3000));
+  EXPECT_EQ(session.exit_code(), 0);
+}
+
+TEST_F(SessionTest, EndOfInputWithoutAnyLineNeverTouchesTheBridge) {
+  BridgeClientOptions options = TestClientOptions(socket());
+  SessionUnderTest session(options);
+  session.CloseInput();
+  EXPECT_TRUE(session.WaitDone(2000));
+  EXPECT_EQ(access(socket().c_str(), F_OK), -1) << "no bridge should have been started";
+}
+
+}  // namespace
+}  // namespace abx::testing

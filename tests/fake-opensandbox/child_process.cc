@@ -1,0 +1,254 @@
+#include "tests/fake-opensandbox/child_process.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+extern char** environ;
+
+namespace fake_opensandbox {
+namespace {
+
+const char* ShellPath() {
+  static const char* path = [] {
+    for (const char* candidate : {"/usr/bin/bash", "/bin/bash"}) {
+      if (access(candidate, X_OK) == 0) return candidate;
+    }
+    return "/bin/sh";  // execd falls back to sh when there is no bash
+  }();
+  return path;
+}
+
+std::string LowerFirst(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+// Go's signal names (syscall.Signal.String) for the ones a command is likely to die of.
+const char* GoSignalName(int sig) {
+  switch (sig) {
+    case SIGHUP: return "hangup";
+    case SIGINT: return "interrupt";
+    case SIGQUIT: return "quit";
+    case SIGILL: return "illegal instruction";
+    case SIGTRAP: return "trace/breakpoint trap";
+    case SIGABRT: return "aborted";
+    case SIGBUS: return "bus error";
+    case SIGFPE: return "floating point exception";
+    case SIGKILL: return "killed";
+    case SIGUSR1: return "user defined signal 1";
+    case SIGSEGV: return "segmentation fault";
+    case SIGUSR2: return "user defined signal 2";
+    case SIGPIPE: return "broken pipe";
+    case SIGALRM: return "alarm clock";
+    case SIGTERM: return "terminated";
+    default: return nullptr;
+  }
+}
+
+void SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+// Larger pipes mean fewer wake-ups when a command floods its output.
+void GrowPipe(int fd) {
+#ifdef F_SETPIPE_SZ
+  fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+#endif
+}
+
+int OpenPidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return static_cast<int>(fd);
+  }
+#endif
+  return -1;
+}
+
+// Child side. Reports (stage, errno) on `report_fd` and exits if a step fails.
+[[noreturn]] void ChildExec(const SpawnOptions& options, const char* const* argv,
+                            char* const* envp, const std::vector<gid_t>& groups,
+                            std::optional<gid_t> gid, int out_fd, int err_fd, int report_fd) {
+  auto fail = [report_fd](int stage) {
+    int payload[2] = {stage, errno};
+    ssize_t ignored = write(report_fd, payload, sizeof(payload));
+    (void)ignored;
+    _exit(127);
+  };
+  setpgid(0, 0);
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, 0) < 0) fail(1);
+  if (dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) fail(1);
+  if (chdir(options.host_cwd.c_str()) != 0) fail(2);
+  if (options.uid) {
+    if (setgroups(groups.size(), groups.data()) != 0) fail(3);
+    if (setgid(*gid) != 0) fail(3);
+    if (setuid(*options.uid) != 0) fail(3);
+  }
+  // Close everything else but the report pipe (CLOEXEC closes it at exec).
+  long max_fd = sysconf(_SC_OPEN_MAX);
+  if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
+#endif
+  {
+    for (int fd = 3; fd < max_fd; ++fd) {
+      if (fd != report_fd) close(fd);
+    }
+  }
+  execve(ShellPath(), const_cast<char* const*>(argv), envp);
+  fail(4);
+}
+
+}  // namespace
+
+std::vector<std::string> MergedEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::map<std::string, std::string> merged;
+  std::vector<std::string> order;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string item = *entry;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = item.substr(0, eq);
+    if (!merged.count(key)) order.push_back(key);
+    merged[key] = item.substr(eq + 1);
+  }
+  for (const auto& [key, value] : overrides) {
+    if (!merged.count(key)) order.push_back(key);
+    merged[key] = value;
+  }
+  std::vector<std::string> out;
+  out.reserve(order.size());
+  for (const auto& key : order) out.push_back(key + "=" + merged[key]);
+  return out;
+}
+
+bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::string* error) {
+  const char* shell = ShellPath();
+  const char* argv[] = {strrchr(shell, '/') + 1, "-c", options.command.c_str(), nullptr};
+  std::vector<char*> envp;
+  envp.reserve(options.env.size() + 1);
+  for (const auto& entry : options.env) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+
+  // The primary group and supplementary groups come from the passwd entry of the uid.
+  std::vector<gid_t> groups;
+  std::optional<gid_t> gid;
+  if (options.uid) {
+    gid = options.gid ? *options.gid : *options.uid;
+    struct passwd pw_storage;
+    struct passwd* pw = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwuid_r(*options.uid, &pw_storage, buf.data(), buf.size(), &pw) == 0 && pw) {
+      if (!options.gid) gid = pw->pw_gid;
+      int count = 64;
+      groups.resize(count);
+      if (getgrouplist(pw->pw_name, *gid, groups.data(), &count) < 0) {
+        groups.resize(count);
+        getgrouplist(pw->pw_name, *gid, groups.data(), &count);
+      }
+      groups.resize(count);
+    } else {
+      groups.push_back(*gid);
+    }
+  }
+
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, report[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], report[0], report[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (options.combined_output_fd < 0) {
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+      *error = std::string("pipe: ") + strerror(errno);
+      close_all();
+      return false;
+    }
+  }
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + strerror(errno);
+    close_all();
+    return false;
+  }
+  int child_out = options.combined_output_fd >= 0 ? options.combined_output_fd : out_pipe[1];
+  int child_err = options.combined_output_fd >= 0 ? options.combined_output_fd : err_pipe[1];
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork/exec ") + shell + ": " + LowerFirst(strerror(errno));
+    close_all();
+    return false;
+  }
+  if (pid == 0) {
+    ChildExec(options, argv, envp.data(), groups, gid, child_out, child_err, report[1]);
+  }
+  // Parent. Also set the group from here so a kill(-pid) right after fork can't miss.
+  setpgid(pid, pid);
+  close(report[1]);
+  report[1] = -1;
+  if (out_pipe[1] >= 0) close(out_pipe[1]);
+  if (err_pipe[1] >= 0) close(err_pipe[1]);
+  out_pipe[1] = err_pipe[1] = -1;
+
+  int payload[2] = {0, 0};
+  ssize_t got;
+  do {
+    got = read(report[0], payload, sizeof(payload));
+  } while (got < 0 && errno == EINTR);
+  close(report[0]);
+  report[0] = -1;
+  if (got == static_cast<ssize_t>(sizeof(payload))) {
+    int status;
+    waitpid(pid, &status, 0);
+    const char* what = payload[0] == 2 ? "chdir" : "fork/exec";
+    *error = std::string(what) + " " + (payload[0] == 2 ? options.host_cwd : shell) + ": " +
+             LowerFirst(strerror(payload[1]));
+    if (out_pipe[0] >= 0) close(out_pipe[0]);
+    if (err_pipe[0] >= 0) close(err_pipe[0]);
+    return false;
+  }
+  process->pid = pid;
+  process->stdout_fd = out_pipe[0];
+  process->stderr_fd = err_pipe[0];
+  if (process->stdout_fd >= 0) {
+    SetNonBlocking(process->stdout_fd);
+    SetNonBlocking(process->stderr_fd);
+    GrowPipe(process->stdout_fd);
+    GrowPipe(process->stderr_fd);
+  }
+  process->pidfd = OpenPidfd(pid);
+  return true;
+}
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return "exit status " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    const char* name = GoSignalName(sig);
+    std::string text = "signal: " + (name ? std::string(name) : "signal " + std::to_string(sig));
+    if (WCOREDUMP(wait_status)) text += " (core dumped)";
+    return text;
+  }
+  return "unknown wait status";
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,49 @@
+#pragma once
+
+// Starting `bash -c <command>` the way execd does: its own process group (so timeouts and
+// interrupts reach every descendant), stdin from /dev/null, optional uid/gid, and output
+// either on two pipes (foreground: stdout and stderr framed apart) or on one file
+// (background: a single combined log).
+//
+// Only async-signal-safe calls happen between fork() and exec(): everything the child
+// needs (argv, envp, group list) is prepared before the fork. A CLOEXEC pipe carries
+// the errno of a failed setup step back, so a start failure is reported, not just a
+// mysterious exit code 127.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fake_opensandbox {
+
+struct SpawnOptions {
+  std::string command;
+  std::string host_cwd;               // already mapped into the sandbox root
+  std::vector<std::string> env;       // "KEY=VALUE" entries, complete
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;        // only together with uid
+  int combined_output_fd = -1;        // >= 0: stdout and stderr both go here
+};
+
+struct SpawnedProcess {
+  pid_t pid = -1;         // also the process group id
+  int stdout_fd = -1;     // read ends, non-blocking (foreground only)
+  int stderr_fd = -1;
+  int pidfd = -1;         // readable once the process exits; -1 if the kernel lacks pidfd
+};
+
+// On failure returns false and a Go-like text in *error, e.g.
+// "fork/exec /usr/bin/bash: operation not permitted".
+bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::string* error);
+
+// Go's ProcessState.String(): "exit status 3", "signal: killed", ...
+std::string DescribeWaitStatus(int wait_status);
+
+// The environment of this process as "KEY=VALUE" entries with `overrides` merged over it.
+std::vector<std::string> MergedEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,35 @@
+#pragma once
+
+// What the execd route handlers of one sandbox share.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tests/fake-opensandbox/command_registry.h"
+#include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/sandbox_gate.h"
+#include "tests/fake-opensandbox/sandbox_paths.h"
+#include "tests/fake-opensandbox/server_clock.h"
+#include "tests/fake-opensandbox/server_stats.h"
+
+namespace fake_opensandbox {
+
+// Every execd route also answers under the Docker-bridge endpoint prefix, so
+// "<host>:<port>/proxy/44772/ping" reaches /ping as it does upstream.
+inline constexpr char kExecdRoutePrefix[] = "(?:/proxy/44772)?";
+inline constexpr int kExecdPort = 44772;
+
+struct ExecdContext {
+  ServerClock clock;
+  SandboxPaths paths;
+  CommandRegistry* commands = nullptr;
+  FaultState* faults = nullptr;
+  ServerStats* stats = nullptr;
+  std::shared_ptr<SandboxGate> gate;
+  std::string staging_dir;   // upload temp files: outside the root, same filesystem
+  int64_t ready_after = 0;   // failing /ping calls before execd "is up"
+  int64_t sse_grace_ms = 1000;
+};
+
+}  // namespace fake_opensandbox

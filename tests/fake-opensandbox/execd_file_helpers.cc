@@ -1,0 +1,69 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tests/fake-opensandbox/execd_routes.h"
+#include "tests/fake-opensandbox/file_info.h"
+
+namespace fake_opensandbox {
+
+bool MapPathOrReject(ExecdContext* context, const std::string& path,
+                     SandboxPaths::Mapped* mapped, httplib::Response& res) {
+  std::string error;
+  if (context->paths.Map(path, /*strict_vars=*/false, mapped, &error)) return true;
+  SendExecdError(res, 400, "INVALID_REQUEST_BODY", error);
+  return false;
+}
+
+bool MakeDirectories(const std::string& host_path, mode_t mode) {
+  if (host_path.empty()) return true;
+  struct stat st;
+  if (stat(host_path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return true;
+    errno = ENOTDIR;
+    return false;
+  }
+  size_t slash = host_path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    if (!MakeDirectories(host_path.substr(0, slash), mode)) return false;
+  }
+  if (mkdir(host_path.c_str(), mode) != 0 && errno != EEXIST) return false;
+  return true;
+}
+
+bool ApplyOwnershipAndMode(const std::string& host_path, const std::string& owner,
+                           const std::string& group, long long mode_decimal,
+                           std::string* error) {
+  if (!owner.empty() || !group.empty()) {
+    uid_t uid = static_cast<uid_t>(-1);
+    gid_t gid = static_cast<gid_t>(-1);
+    if (!owner.empty() && !LookupUser(owner, &uid)) {
+      *error = "user: unknown user " + owner;
+      return false;
+    }
+    if (!group.empty() && !LookupGroup(group, &gid)) {
+      *error = "group: unknown group " + group;
+      return false;
+    }
+    if (lchown(host_path.c_str(), uid, gid) != 0) {
+      *error = std::string("chown: ") + strerror(errno);
+      return false;
+    }
+  }
+  if (mode_decimal != 0) {
+    mode_t mode;
+    if (!DecimalOctalToMode(mode_decimal, &mode)) {
+      *error = "invalid mode " + std::to_string(mode_decimal);
+      return false;
+    }
+    if (chmod(host_path.c_str(), mode) != 0) {
+      *error = "chmod: " + std::string(strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,41 @@
+#pragma once
+
+// Route registration of the execd listener, one function per group of routes.
+
+#include <httplib.h>
+
+#include "tests/fake-opensandbox/execd_context.h"
+
+namespace fake_opensandbox {
+
+void RegisterCommandRoutes(httplib::Server& server, ExecdContext* context);    // /command...
+void RegisterFileRoutes(httplib::Server& server, ExecdContext* context);       // /files/...
+void RegisterUploadRoute(httplib::Server& server, ExecdContext* context);      // /files/upload
+void RegisterDownloadRoute(httplib::Server& server, ExecdContext* context);    // /files/download
+void RegisterDirectoryRoutes(httplib::Server& server, ExecdContext* context);  // /directories
+void RegisterMetricsRoutes(httplib::Server& server, ExecdContext* context);    // /metrics
+// /proxy/<P>/... to 127.0.0.1:<P>; must be registered last.
+void RegisterPortProxyRoute(httplib::Server& server, ExecdContext* context);
+
+// Answers `status` with execd's {"code","message"} body.
+void SendExecdError(httplib::Response& res, int status, const char* code,
+                    const std::string& message);
+
+}  // namespace fake_opensandbox
+
+namespace fake_opensandbox {
+
+// Maps a client path into the sandbox; on failure answers 400 and returns false.
+bool MapPathOrReject(ExecdContext* context, const std::string& path,
+                     SandboxPaths::Mapped* mapped, httplib::Response& res);
+
+// mkdir -p; returns false (errno set) on failure.
+bool MakeDirectories(const std::string& host_path, mode_t mode);
+
+// Applies owner/group (names or numbers, may be empty) and a decimal-written octal
+// mode (0 = leave as is). Returns false with a message on failure.
+bool ApplyOwnershipAndMode(const std::string& host_path, const std::string& owner,
+                           const std::string& group, long long mode_decimal,
+                           std::string* error);
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,59 @@
+#pragma once
+
+// One sandbox's execd: its own HTTP listener on 127.0.0.1:<ephemeral port>, started
+// when the sandbox is created and stopped when it is deleted or expires. It serves the
+// execd API at the root and under /proxy/44772/ (the Docker-bridge endpoint shape), and
+// /proxy/<P>/... to other ports of this host.
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "tests/fake-opensandbox/command_registry.h"
+#include "tests/fake-opensandbox/execd_context.h"
+#include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/sandbox_gate.h"
+#include "tests/fake-opensandbox/server_clock.h"
+#include "tests/fake-opensandbox/server_stats.h"
+
+namespace fake_opensandbox {
+
+struct ExecdServerOptions {
+  ServerClock clock;
+  bool keep_blank_lines = true;   // execd >= 1.0.17 framing
+  std::string access_token;       // empty: no X-EXECD-ACCESS-TOKEN check
+  int64_t ready_after = 2;
+  int64_t sse_grace_ms = 1000;
+  int keep_alive_timeout_s = 120;
+  FaultState* faults = nullptr;
+  ServerStats* stats = nullptr;
+  std::string log_dir;            // background command logs
+  std::string staging_dir;        // upload temp files
+};
+
+class ExecdServer {
+ public:
+  // Binds and starts serving; nullptr with *error on failure.
+  static std::unique_ptr<ExecdServer> Start(const ExecdServerOptions& options,
+                                            const std::string& host_root,
+                                            std::shared_ptr<SandboxGate> gate,
+                                            std::string* error);
+  ~ExecdServer();
+
+  int port() const;
+  CommandRegistry& commands();
+
+  // The sandbox is gone: kill its processes and stop accepting. Returns at once; the
+  // listener is destroyed in the background once its open connections have ended.
+  void Shutdown();
+
+ private:
+  struct State;
+  explicit ExecdServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,204 @@
+// POST /files/upload (digest §2.10): multipart parts `metadata` and `file`, paired in
+// order. Like Go's form parser, only parts with a filename count as files, so a
+// `metadata` part sent as a plain form value is ignored and the upload fails with
+// INVALID_FILE_METADATA. File parts are streamed to temp files (no size limit, no
+// copy in memory) and renamed into place.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "rapidjson/document.h"
+#include "tests/fake-opensandbox/execd_routes.h"
+#include "tests/fake-opensandbox/ids.h"
+
+namespace fake_opensandbox {
+namespace {
+
+constexpr size_t kMaxMetadataBytes = 1 << 20;
+
+struct UploadParts {
+  std::vector<std::string> metadata;     // contents of `metadata` file parts
+  std::vector<std::string> temp_files;   // one per `file` file part
+  int current_fd = -1;
+  std::string* current_metadata = nullptr;
+  bool write_failed = false;
+
+  ~UploadParts() {
+    CloseCurrent();
+    for (const auto& path : temp_files) {
+      if (!path.empty()) unlink(path.c_str());
+    }
+  }
+  void CloseCurrent() {
+    if (current_fd >= 0) close(current_fd);
+    current_fd = -1;
+    current_metadata = nullptr;
+  }
+};
+
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Moves `temp` to `target`, falling back to a copy across filesystems.
+bool MoveIntoPlace(const std::string& temp, const std::string& target) {
+  if (rename(temp.c_str(), target.c_str()) == 0) return true;
+  if (errno != EXDEV) return false;
+  int in = open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+  int out = open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = in >= 0 && out >= 0;
+  std::vector<char> buf(1 << 20);
+  while (ok) {
+    ssize_t n = read(in, buf.data(), buf.size());
+    if (n == 0) break;
+    ok = n > 0 && WriteAll(out, buf.data(), static_cast<size_t>(n));
+  }
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  unlink(temp.c_str());
+  return ok;
+}
+
+void HandleUpload(const httplib::Request& req, httplib::Response& res,
+                  const httplib::ContentReader& content_reader, ExecdContext* context) {
+  if (!req.is_multipart_form_data()) {
+    content_reader([](const char*, size_t) { return true; });
+    SendExecdError(res, 400, "INVALID_FILE",
+                   "error parsing multipart form: request Content-Type isn't multipart/form-data");
+    return;
+  }
+  UploadParts parts;
+  bool read_ok = content_reader(
+      [&](const httplib::MultipartFormData& header) {
+        parts.CloseCurrent();
+        if (header.filename.empty()) return true;  // a plain value: ignored, like Go
+        if (header.name == "metadata") {
+          parts.metadata.emplace_back();
+          parts.current_metadata = &parts.metadata.back();
+        } else if (header.name == "file") {
+          std::string temp = context->staging_dir + "/upload-" + NewUuid4Hex();
+          parts.current_fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+          if (parts.current_fd < 0) {
+            parts.write_failed = true;
+            return false;
+          }
+          parts.temp_files.push_back(temp);
+        }
+        return true;
+      },
+      [&](const char* data, size_t size) {
+        if (parts.current_metadata) {
+          if (parts.current_metadata->size() + size > kMaxMetadataBytes) return false;
+          parts.current_metadata->append(data, size);
+        } else if (parts.current_fd >= 0 && !WriteAll(parts.current_fd, data, size)) {
+          parts.write_failed = true;
+          return false;
+        }
+        return true;
+      });
+  parts.CloseCurrent();
+  if (parts.write_failed) {
+    SendExecdError(res, 500, "RUNTIME_ERROR", "error saving uploaded file");
+    return;
+  }
+  if (!read_ok) {
+    SendExecdError(res, 400, "INVALID_FILE", "error parsing multipart form");
+    return;
+  }
+  if (parts.metadata.empty()) {
+    SendExecdError(res, 400, "INVALID_FILE_METADATA", "metadata file is missing");
+    return;
+  }
+  if (parts.temp_files.empty()) {
+    SendExecdError(res, 400, "INVALID_FILE_CONTENT", "file is missing");
+    return;
+  }
+  if (parts.metadata.size() != parts.temp_files.size()) {
+    SendExecdError(res, 400, "INVALID_FILE", "metadata and file count mismatch");
+    return;
+  }
+  for (size_t i = 0; i < parts.metadata.size(); ++i) {
+    rapidjson::Document meta;
+    meta.Parse(parts.metadata[i].c_str(), parts.metadata[i].size());
+    if (meta.HasParseError() || !meta.IsObject()) {
+      SendExecdError(res, 400, "INVALID_FILE_METADATA", "invalid metadata: not a JSON object");
+      return;
+    }
+    auto get_string = [&meta](const char* key) -> std::string {
+      auto it = meta.FindMember(key);
+      return it != meta.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+    };
+    std::string path = get_string("path");
+    if (path.empty()) {
+      SendExecdError(res, 400, "INVALID_FILE_METADATA", "invalid metadata: path is empty");
+      return;
+    }
+    long long mode = 0;
+    auto mode_it = meta.FindMember("mode");
+    if (mode_it != meta.MemberEnd() && !mode_it->value.IsNull()) {
+      if (!mode_it->value.IsInt64()) {
+        SendExecdError(res, 400, "INVALID_FILE_METADATA", "invalid metadata: mode must be a number");
+        return;
+      }
+      mode = mode_it->value.GetInt64();
+    }
+    SandboxPaths::Mapped mapped;
+    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    size_t slash = mapped.host.find_last_of('/');
+    if (slash != std::string::npos && slash > 0 &&
+        !MakeDirectories(mapped.host.substr(0, slash), 0755)) {
+      SendExecdError(res, 500, "RUNTIME_ERROR",
+                     "error creating directory for " + path + ": " + strerror(errno));
+      return;
+    }
+    // An existing file is overwritten but keeps its mode and owner, as with O_TRUNC.
+    struct stat old;
+    bool existed = lstat(mapped.host.c_str(), &old) == 0;
+    if (existed && S_ISDIR(old.st_mode)) {
+      SendExecdError(res, 500, "RUNTIME_ERROR", "error writing " + path + ": is a directory");
+      return;
+    }
+    if (!MoveIntoPlace(parts.temp_files[i], mapped.host)) {
+      SendExecdError(res, 500, "RUNTIME_ERROR", "error writing " + path + ": " + strerror(errno));
+      return;
+    }
+    parts.temp_files[i].clear();
+    if (existed && S_ISREG(old.st_mode)) {
+      chmod(mapped.host.c_str(), old.st_mode & 07777);
+      if (lchown(mapped.host.c_str(), old.st_uid, old.st_gid) != 0) {
+        // Not fatal: a non-root fake cannot give files away.
+      }
+    }
+    std::string error;
+    if (!ApplyOwnershipAndMode(mapped.host, get_string("owner"), get_string("group"), mode,
+                               &error)) {
+      SendExecdError(res, 500, "RUNTIME_ERROR", "error setting permissions of " + path + ": " + error);
+      return;
+    }
+  }
+  res.status = 200;
+}
+
+}  // namespace
+
+void RegisterUploadRoute(httplib::Server& server, ExecdContext* context) {
+  server.Post(std::string(kExecdRoutePrefix) + "/files/upload",
+              [context](const httplib::Request& req, httplib::Response& res,
+                        const httplib::ContentReader& content_reader) {
+                HandleUpload(req, res, content_reader, context);
+              });
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,107 @@
+#include "tests/fake-opensandbox/fault_state.h"
+
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace fake_opensandbox {
+namespace {
+
+bool ReadNumber(const rapidjson::Value& v, double* out) {
+  if (v.IsBool()) {
+    *out = v.GetBool() ? 1 : 0;
+    return true;
+  }
+  if (v.IsNumber()) {
+    *out = v.GetDouble();
+    return true;
+  }
+  if (v.IsNull()) {
+    *out = 0;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Faults FaultState::Get() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return faults_;
+}
+
+void FaultState::Reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  faults_ = Faults();
+}
+
+bool FaultState::Update(const std::string& json, std::string* error) {
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    *error = "faults must be a JSON object";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  Faults next = faults_;
+  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+    std::string key = it->name.GetString();
+    double value = 0;
+    if (!ReadNumber(it->value, &value)) {
+      *error = "fault '" + key + "' needs a number or a boolean";
+      return false;
+    }
+    if (key == "latency_ms") {
+      next.latency_ms = static_cast<int64_t>(value);
+    } else if (key == "error_rate") {
+      next.error_rate = value;
+    } else if (key == "reset_stream_after_events") {
+      next.reset_stream_after_events = static_cast<int64_t>(value);
+    } else if (key == "garbage_body") {
+      next.garbage_body = value;
+    } else if (key == "never_running") {
+      next.never_running = value != 0;
+    } else if (key == "execd_down") {
+      next.execd_down = value != 0;
+    } else if (key == "silent") {
+      next.silent = value != 0;
+    } else {
+      *error = "unknown fault '" + key + "'";
+      return false;
+    }
+  }
+  faults_ = next;
+  return true;
+}
+
+std::string FaultState::ToJson() const {
+  Faults f = Get();
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("latency_ms");
+  w.Int64(f.latency_ms);
+  w.Key("error_rate");
+  w.Double(f.error_rate);
+  w.Key("reset_stream_after_events");
+  w.Int64(f.reset_stream_after_events);
+  w.Key("garbage_body");
+  w.Double(f.garbage_body);
+  w.Key("never_running");
+  w.Bool(f.never_running);
+  w.Key("execd_down");
+  w.Bool(f.execd_down);
+  w.Key("silent");
+  w.Bool(f.silent);
+  w.EndObject();
+  return buffer.GetString();
+}
+
+bool FaultState::Roll(double rate) {
+  if (rate <= 0) return false;
+  if (rate >= 1) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::uniform_real_distribution<double>(0, 1)(rng_) < rate;
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,40 @@
+#pragma once
+
+// Fault injection, switched at run time through POST /_fake/faults (or --faults JSON at
+// start) and reset with DELETE /_fake/faults. Each switch targets one failure a client
+// must survive; see README.md for what each one does to which listener.
+
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <string>
+
+namespace fake_opensandbox {
+
+struct Faults {
+  int64_t latency_ms = 0;                // added before every lifecycle and execd answer
+  double error_rate = 0;                 // share of lifecycle answers replaced by 503
+  int64_t reset_stream_after_events = 0; // execd streams cut abruptly after N events
+  double garbage_body = 0;               // share of lifecycle bodies truncated (true = 1)
+  bool never_running = false;            // new sandboxes stay Pending
+  bool execd_down = false;               // execd answers 503 to everything
+  bool silent = false;                   // lifecycle accepts and never answers
+};
+
+class FaultState {
+ public:
+  Faults Get() const;
+  void Reset();
+  // Merges the keys present in `json` (an object) over the current faults.
+  bool Update(const std::string& json, std::string* error);
+  std::string ToJson() const;
+  // True with probability `rate`.
+  bool Roll(double rate);
+
+ private:
+  mutable std::mutex mutex_;
+  Faults faults_;
+  std::mt19937_64 rng_{0x5eed};
+};
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,34 @@
+#pragma once
+
+// execd's FileInfo (digest §2.10): {path, type, size, modified_at, created_at, owner,
+// group, mode} from lstat(2). `mode` is the permission bits written in octal digits read
+// as a decimal number (0644 -> 644); times are Go RFC3339Nano; owner/group are names,
+// or the numeric id as a string when there is no name.
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "tests/fake-opensandbox/go_json.h"
+
+namespace fake_opensandbox {
+
+// Writes the FileInfo object of `host_path`, reported under `sandbox_path`.
+// Returns false (errno set) if lstat fails.
+bool WriteFileInfo(GoJsonWriter& writer, const std::string& host_path,
+                   const std::string& sandbox_path);
+void WriteFileInfoFromStat(GoJsonWriter& writer, const struct stat& st,
+                           const std::string& sandbox_path);
+
+// 0755 -> 755, and back ("mode":755 in requests means 0755).
+int ModeToDecimalOctal(mode_t mode);
+// Returns false for digits that are not octal (e.g. 788).
+bool DecimalOctalToMode(long long decimal, mode_t* mode);
+
+std::string UserName(uid_t uid);
+std::string GroupName(gid_t gid);
+// Name or number -> id; false when unknown.
+bool LookupUser(const std::string& name, uid_t* uid);
+bool LookupGroup(const std::string& name, gid_t* gid);
+
+}  // namespace fake_opensandbox

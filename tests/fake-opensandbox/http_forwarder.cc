@@ -1,0 +1,171 @@
+#include "tests/fake-opensandbox/http_forwarder.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace fake_opensandbox {
+namespace {
+
+constexpr size_t kHighWaterBytes = 4 << 20;
+
+bool SameName(const std::string& a, const std::string& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return tolower(static_cast<unsigned char>(x)) == tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool IsHopByHop(const std::string& name) {
+  for (const char* hop : {"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+                          "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
+                          "Host", "Proxy-Connection"}) {
+    if (SameName(name, hop)) return true;
+  }
+  return false;
+}
+
+struct ForwardState {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool headers_ready = false;
+  bool finished = false;
+  bool cancelled = false;
+  bool upstream_ok = false;  // the whole answer arrived
+  int status = 0;
+  httplib::Headers headers;
+  std::string buffer;
+};
+
+}  // namespace
+
+std::string RawQuery(const httplib::Request& req) {
+  size_t q = req.target.find('?');
+  return q == std::string::npos ? "" : req.target.substr(q);
+}
+
+bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
+                    const ForwardTarget& target) {
+  auto state = std::make_shared<ForwardState>();
+  httplib::Request upstream;
+  upstream.method = req.method;
+  upstream.path = target.path_and_query;
+  for (const auto& [name, value] : req.headers) {
+    if (IsHopByHop(name)) continue;
+    // httplib adds these itself on the server side; they are not the client's.
+    if (SameName(name, "REMOTE_ADDR") || SameName(name, "REMOTE_PORT") ||
+        SameName(name, "LOCAL_ADDR") || SameName(name, "LOCAL_PORT")) {
+      continue;
+    }
+    bool dropped = false;
+    for (const auto& drop : target.dropped_headers) dropped = dropped || SameName(name, drop);
+    if (!dropped) upstream.headers.emplace(name, value);
+  }
+  for (const auto& [name, value] : target.added_headers) {
+    if (!req.has_header(name.c_str())) upstream.headers.emplace(name, value);
+  }
+  upstream.body = req.body;
+  upstream.response_handler = [state](const httplib::Response& r) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->status = r.status;
+    state->headers = r.headers;
+    state->headers_ready = true;
+    state->cv.notify_all();
+    return true;
+  };
+  upstream.content_receiver = [state](const char* data, size_t size, uint64_t, uint64_t) {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->cv.wait(lock,
+                   [&] { return state->cancelled || state->buffer.size() < kHighWaterBytes; });
+    if (state->cancelled) return false;
+    state->buffer.append(data, size);
+    state->cv.notify_all();
+    return true;
+  };
+  if (target.connection_counter) target.connection_counter->fetch_add(1);
+  std::thread([state, upstream = std::move(upstream), port = target.port]() mutable {
+    httplib::Client client("127.0.0.1", port);
+    client.set_url_encode(false);
+    client.set_decompress(false);
+    client.set_keep_alive(false);
+    client.set_connection_timeout(5, 0);
+    client.set_read_timeout(3600, 0);
+    client.set_write_timeout(60, 0);
+    httplib::Response response;
+    httplib::Error error = httplib::Error::Success;
+    bool ok = client.send(upstream, response, error);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->upstream_ok = ok;
+    state->finished = true;
+    state->cv.notify_all();
+  }).detach();
+
+  {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->cv.wait(lock, [&] { return state->headers_ready || state->finished; });
+    if (!state->headers_ready) return false;
+  }
+
+  res.status = state->status;
+  std::string content_type;
+  long long content_length = -1;
+  for (const auto& [name, value] : state->headers) {
+    if (SameName(name, "Content-Length")) content_length = atoll(value.c_str());
+    if (SameName(name, "Content-Type")) content_type = value;
+    if (IsHopByHop(name) || SameName(name, "Content-Type")) continue;
+    res.headers.emplace(name, value);
+  }
+  auto releaser = [state](bool) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->cancelled = true;
+    state->buffer.clear();
+    state->cv.notify_all();
+  };
+  bool no_body = req.method == "HEAD" || res.status == 204 || res.status == 304 ||
+                 (res.status >= 100 && res.status < 200) || content_length == 0;
+  if (no_body) {
+    if (!content_type.empty()) res.set_header("Content-Type", content_type);
+    releaser(true);
+    return true;
+  }
+  // 1: data in *out; 0: the upstream answer ended cleanly; -1: it broke off.
+  auto take = [state](std::string* out) {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->cv.wait(lock, [&] { return !state->buffer.empty() || state->finished; });
+    out->clear();
+    out->swap(state->buffer);
+    state->cv.notify_all();
+    if (!out->empty()) return 1;
+    return state->upstream_ok ? 0 : -1;
+  };
+  if (content_type.empty()) content_type = "application/octet-stream";
+  if (content_length > 0) {
+    res.set_content_provider(
+        static_cast<size_t>(content_length), content_type,
+        [take](size_t, size_t, httplib::DataSink& sink) {
+          std::string chunk;
+          if (take(&chunk) != 1) return false;  // upstream ended early: cut the answer
+          return sink.write(chunk.data(), chunk.size());
+        },
+        releaser);
+  } else {
+    res.set_chunked_content_provider(
+        content_type,
+        [take](size_t, httplib::DataSink& sink) {
+          std::string chunk;
+          int got = take(&chunk);
+          if (got < 0) return false;  // relay an abrupt end as an abrupt end
+          if (got == 0) {
+            sink.done();
+            return true;
+          }
+          return sink.write(chunk.data(), chunk.size());
+        },
+        releaser);
+  }
+  return true;
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,80 @@
+#pragma once
+
+// execd's line framing of foreground command output (digest §2.7), one instance per
+// stream (stdout, stderr):
+//   * a line ends at '\n' or '\r'; "\r\n" is one terminator, also across reads;
+//   * the terminator is not part of the event text;
+//   * a blank line becomes the text "\n" (execd >= 1.0.17) or is dropped (<= 1.0.16);
+//   * a trailing partial line is held until a terminator arrives or the process exits.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace fake_opensandbox {
+
+class LineFramer {
+ public:
+  explicit LineFramer(bool keep_blank_lines) : keep_blank_lines_(keep_blank_lines) {}
+
+  // Calls emit(std::string_view line) for every line completed by `data`.
+  template <class Emit>
+  void Feed(const char* data, size_t size, Emit&& emit);
+
+  // End of output: a held partial line is emitted as is.
+  template <class Emit>
+  void Finish(Emit&& emit);
+
+ private:
+  template <class Emit>
+  void EndLine(std::string_view line, Emit& emit) {
+    if (!line.empty()) {
+      emit(line);
+    } else if (keep_blank_lines_) {
+      emit(std::string_view("\n", 1));
+    }
+  }
+
+  const bool keep_blank_lines_;
+  std::string pending_;       // bytes of a line whose terminator has not arrived yet
+  bool after_cr_ = false;     // the last byte seen was '\r' (a following '\n' is its pair)
+};
+
+template <class Emit>
+void LineFramer::Feed(const char* data, size_t size, Emit&& emit) {
+  size_t i = 0;
+  if (after_cr_ && size > 0) {
+    after_cr_ = false;
+    if (data[0] == '\n') i = 1;
+  }
+  size_t line_start = i;
+  for (; i < size; ++i) {
+    char c = data[i];
+    if (c != '\n' && c != '\r') continue;
+    if (pending_.empty()) {
+      EndLine(std::string_view(data + line_start, i - line_start), emit);
+    } else {
+      pending_.append(data + line_start, i - line_start);
+      EndLine(pending_, emit);
+      pending_.clear();
+    }
+    if (c == '\r') {
+      if (i + 1 < size) {
+        if (data[i + 1] == '\n') ++i;
+      } else {
+        after_cr_ = true;
+      }
+    }
+    line_start = i + 1;
+  }
+  if (line_start < size) pending_.append(data + line_start, size - line_start);
+}
+
+template <class Emit>
+void LineFramer::Finish(Emit&& emit) {
+  if (!pending_.empty()) emit(std::string_view(pending_));
+  pending_.clear();
+  after_cr_ = false;
+}
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,39 @@
+#pragma once
+
+// Maps the paths a client names inside a sandbox onto the sandbox's directory on this
+// host: "/a/b" -> "<root>/a/b". Like execd, "~" and $VAR / ${VAR} are expanded first
+// ("~" is /root, the home of a container's root user) and relative paths count from "/".
+// The path is cleaned lexically; one that climbs above "/" with ".." is refused rather
+// than clamped, so a client bug shows up instead of silently touching another file.
+// (Symlinks created inside the sandbox are not confined: there is no isolation.)
+
+#include <string>
+
+namespace fake_opensandbox {
+
+class SandboxPaths {
+ public:
+  explicit SandboxPaths(std::string host_root);
+
+  struct Mapped {
+    std::string host;     // where it lives on this host
+    std::string sandbox;  // the cleaned absolute path as the sandbox sees it
+  };
+
+  // `strict_vars`: an undefined $VAR is an error (execd's rule for cwd); otherwise it
+  // expands to "" (os.ExpandEnv). Returns false with a message on error.
+  bool Map(const std::string& path, bool strict_vars, Mapped* out, std::string* error) const;
+
+  // The sandbox view of a host path under the root ("<root>/x" -> "/x").
+  std::string ToSandbox(const std::string& host_path) const;
+
+  const std::string& host_root() const { return root_; }
+
+ private:
+  std::string root_;  // no trailing slash
+};
+
+// Go's path.Clean for absolute paths; sets *escaped when ".." climbs above "/".
+std::string CleanAbsolutePath(const std::string& path, bool* escaped);
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,21 @@
+#pragma once
+
+// Counters behind GET /_fake/stats. Connections are counted when accepted (see
+// CountingTaskQueue), so tests can prove that a client reuses its connections.
+
+#include <atomic>
+#include <cstdint>
+
+namespace fake_opensandbox {
+
+struct ServerStats {
+  std::atomic<uint64_t> connections_accepted{0};        // lifecycle listener
+  std::atomic<uint64_t> requests{0};                    // lifecycle requests, /_fake excluded
+  std::atomic<uint64_t> execd_connections_accepted{0};  // all execd listeners together
+  std::atomic<uint64_t> execd_requests{0};
+  // Connections the fake itself opened to execd listeners for the server proxy route;
+  // they are included in execd_connections_accepted.
+  std::atomic<uint64_t> server_proxy_upstream_connections{0};
+};
+
+}  // namespace fake_opensandbox

@@ -5,13 +5,16 @@
 #include <thread>
 #include <unistd.h>
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_posix.h>
 
 #include "bridge/bridge_service.h"
 #include "bridge/core/log.h"
 #include "bridge/daemon_state.h"
 #include "bridge/epp_service.h"
+#include "bridge/typed/typed_services.h"
 #include "bridge/unix_listener.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
@@ -91,16 +94,24 @@ int Serve(const ServeOptions& options) {
   DaemonState state(std::move(core).value());
   BridgeService bridge_service(&state);
   EppSessionService epp_service(&state);
+  typed::TypedServices typed_services(
+      {&state.core(), [&state] { return std::shared_ptr<void>(state.BeginSession()); }});
+  // Standard health checking and reflection, for tooling (docs/grpc.md); both must be
+  // switched on before the builder exists.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&bridge_service);
   builder.RegisterService(&epp_service);
+  typed_services.RegisterWith(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     core::log::Error("bridge.grpc", {{"error", "the gRPC server did not start"}});
     return 1;
   }
+  typed_services.MarkServing(server.get());
   WatchSignals(&state);
 
   const uid_t self = geteuid();
@@ -124,6 +135,7 @@ int Serve(const ServeOptions& options) {
   const bool idle = state.WaitForExit(options.idle_timeout);
   core::log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
   state.StartDraining();
+  if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
   listener->Close();  // new connections are refused; open sessions go on
   acceptor.join();
   state.WaitForSessions(options.drain_grace);

@@ -73,10 +73,18 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
         session.OnOversizedLine(input.oversized().prefix(), input.oversized().length());
       }
     }
-    // The host sent `exit`, half-closed (end of stdin) or vanished: cancel what it
-    // started and wait for every handler before the call ends.
-    session.OnHostGone();
-    session.WaitIdle();
+    // `exit` or a vanished shim: cancel everything. End of stdin (a half-close): cancel
+    // the attached commands and let other requests finish, unless the shim goes away
+    // meanwhile (it waits only briefly), which cancels the rest — a half-made sandbox
+    // is then killed by its create.
+    if (session.exit_requested() || context->IsCancelled()) {
+      session.OnHostGone();
+    } else {
+      session.OnEndOfInput();
+    }
+    while (!session.WaitIdleFor(std::chrono::milliseconds(100))) {
+      if (context->IsCancelled()) session.OnHostGone();
+    }
   }
   core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
   return grpc::Status::OK;

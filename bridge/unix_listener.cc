@@ -88,7 +88,8 @@ void UnixListener::AcceptLoop(
       if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;
       continue;
     }
-    int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    // Non-blocking: gRPC drives the connection from its own event loop.
+    int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (conn < 0) continue;
     uid_t uid = 0;
     pid_t pid = 0;

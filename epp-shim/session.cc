@@ -200,20 +200,20 @@ void ShimSession::ReadOutputs(Call* call) {
   }
   const grpc::Status status = call->stream->Finish();
 
+  // Ending the call and taking what is in flight happen together, so a request is
+  // either in this set (and answered below) or sent after the call was seen ended (and
+  // then goes to a new call): never neither.
   std::map<std::string, int> unanswered;
   bool exit_sent;
   {
     std::lock_guard<std::mutex> lock(mu_);
     unanswered.swap(in_flight_);
     exit_sent = exit_sent_;
+    call->ended = true;
   }
+  call_ended_cv_.notify_all();
   if (exit_sent) {
     // The host said `exit` and the bridge ended the call: the session is over.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      call->ended = true;
-    }
-    call_ended_cv_.notify_all();
     if (options_.on_exit) options_.on_exit();
     return;
   }
@@ -224,6 +224,8 @@ void ShimSession::ReadOutputs(Call* call) {
     ShimLog("the bridge went away (" + why + "); answering " + std::to_string(count) +
             " request(s) in flight with E8002; see " + call->connection.log_path);
   }
+  // The caller's thread joins this thread before it starts another call, so these
+  // answers always come before anything a new bridge says.
   const std::string message =
       "the bridge went away: " + why + "; see " + call->connection.log_path;
   for (const auto& [id, count] : unanswered) {
@@ -232,11 +234,6 @@ void ShimSession::ReadOutputs(Call* call) {
       output_.WriteLine(&response);
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    call->ended = true;
-  }
-  call_ended_cv_.notify_all();
 }
 
 void ShimSession::AnswerUnreachable(const LineMeta& meta, const std::string& error) {

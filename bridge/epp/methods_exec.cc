@@ -124,6 +124,7 @@ class CollectingSink final : public core::ExecSink {
 
 core::Result<std::string> ExecStart(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, true));
+  if (!spec.detached) req.set_attached();
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   NotifyingSink sink(&req);
   core::Status st = exec.Run(spec, &req.cancel(), &sink);
@@ -133,6 +134,7 @@ core::Result<std::string> ExecStart(Request& req) {
 
 core::Result<std::string> ExecRun(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, false));
+  req.set_attached();
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   CollectingSink sink;
   core::Status st = exec.Run(spec, &req.cancel(), &sink);

@@ -211,12 +211,18 @@ void Session::Dispatch(std::string id_json, std::string method,
   }).detach();
 }
 
-void Session::OnHostGone() {
+void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }
+
+void Session::OnHostGone() { CancelWhere(/*attached_only=*/false); }
+
+void Session::CancelWhere(bool attached_only) {
   // Cancel outside the lock: cancel hooks may talk to execd.
   std::vector<std::shared_ptr<Request>> requests;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, request] : in_flight_) requests.push_back(request);
+    for (auto& [id, request] : in_flight_) {
+      if (!attached_only || request->attached()) requests.push_back(request);
+    }
   }
   for (auto& request : requests) request->cancel().Cancel();
 }
@@ -224,6 +230,11 @@ void Session::OnHostGone() {
 void Session::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [&] { return running_ == 0; });
+}
+
+bool Session::WaitIdleFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return running_ == 0; });
 }
 
 }  // namespace abx::epp

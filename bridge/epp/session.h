@@ -5,6 +5,7 @@
 // commands, then wait for every handler). Method semantics live in methods_*.cc.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -60,6 +61,10 @@ class Request {
   bool Respond(std::string_view result_json);
   bool Fail(const core::Error& error);
   bool answered() const { return answered_.load(); }
+  // Marks a request that follows a command the host is attached to (exec.start without
+  // detached, exec.run): end of stdin cancels it.
+  void set_attached() { attached_ = true; }
+  bool attached() const { return attached_.load(); }
   // Sends a notification belonging to this request (exec.output, $/progress …).
   void Notify(std::string_view method, std::string_view params_json);
 
@@ -71,6 +76,7 @@ class Request {
   const rapidjson::Value* params_;
   core::CancelToken cancel_;
   std::atomic<bool> answered_{false};
+  std::atomic<bool> attached_{false};
 };
 
 class Session {
@@ -81,10 +87,15 @@ class Session {
   // Lines in the order the host wrote them.
   void OnLine(std::string line);
   void OnOversizedLine(const std::string& prefix, int64_t length);
-  // The host is gone (end of stdin or the shim died): cancel everything in flight.
+  // End of stdin: the host is gone, so the commands it attached to are cancelled
+  // (../shared/epp1.md §1); other requests may still finish and be answered.
+  void OnEndOfInput();
+  // The shim itself went away (or `exit`): cancel everything in flight.
   void OnHostGone();
   // Blocks until no handler runs.
   void WaitIdle();
+  // The same, for at most `timeout`; false when handlers still run.
+  bool WaitIdleFor(std::chrono::milliseconds timeout);
 
   bool exit_requested() const { return exit_requested_.load(); }
   bool initialized() const { return initialized_.load(); }
@@ -101,7 +112,7 @@ class Session {
                 const rapidjson::Value* params);
   core::Status Initialize(const rapidjson::Value* params, std::string* result_json);
   void HandleCancel(const rapidjson::Value* params);
-  void Finish(const std::string& id_json);
+  void CancelWhere(bool attached_only);
 
   core::BridgeCore* core_;
   SessionOrigin origin_;

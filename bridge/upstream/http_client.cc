@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <array>
+#include <condition_variable>
 #include <chrono>
 #include <deque>
 #include <unordered_map>
@@ -75,12 +76,13 @@ const char* TransportErrorKindName(TransportErrorKind kind) {
 
 // One exchange, shared by the calling thread and the I/O thread.
 struct HttpClient::Transfer {
-  Transfer(const Request& request, bool streaming, size_t queue_limit)
-      : request(request), streaming(streaming), queue_limit(queue_limit) {}
+  Transfer(const Request& the_request, bool is_stream, size_t limit)
+      : request(the_request), streaming(is_stream), queue_limit(limit) {}
 
   const Request& request;  // outlives the transfer: the caller waits until it is finished
   const bool streaming;
   const size_t queue_limit;
+  std::atomic<int64_t>* pauses = nullptr;  // the client's counter
 
   // I/O thread only.
   CURL* easy = nullptr;
@@ -198,6 +200,7 @@ size_t HttpClient::Curl::OnStreamBody(char* buffer, size_t size, size_t count, v
   {
     std::lock_guard<std::mutex> lock(t->mu);
     if (t->queued_bytes >= t->queue_limit) {
+      if (!t->paused && t->pauses != nullptr) t->pauses->fetch_add(1, std::memory_order_relaxed);
       t->paused = true;
       return CURL_WRITEFUNC_PAUSE;  // curl keeps these bytes and offers them again on unpause
     }
@@ -371,6 +374,7 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
   auto transfer = std::make_shared<Transfer>(request, /*streaming=*/true,
                                              std::max<size_t>(options_.stream_queue_bytes, 1));
   Transfer& t = *transfer;
+  t.pauses = &counters_.stream_pauses;
   t.last_activity_ms.store(NowMs());
   if (!Submit(transfer)) return ErrorOf(t);
 

@@ -4,11 +4,13 @@
 //
 // Design. All transfers run on one curl multi handle driven by one I/O thread, so the
 // multi's connection cache holds every idle keep-alive connection and reuses it for the
-// next request to the same host, whichever session or thread sends it. The alternative the
-// curl docs suggest first, a CURLSH share of the connection cache between easy handles on
-// many threads, is a documented known bug in libcurl ("a shared connection cache is not
-// thread-safe", KNOWN_BUGS; crashes reported up to 8.x), so it is not used. A CURLSH share
-// still holds the DNS cache and TLS sessions, with a mutex per lock_data.
+// next request to the same host, whichever session or thread sends it. The obvious
+// alternative, easy handles on many threads sharing one connection cache through a CURLSH
+// (CURL_LOCK_DATA_CONNECT), is unsupported by libcurl ("It is not supported to share
+// connections between multiple concurrent threads", CURLSHOPT_SHARE(3); KNOWN_BUGS "A
+// shared connection cache is not thread-safe", with crashes reported up to 8.x), so it is
+// not used. A CURLSH share still holds the DNS cache and TLS sessions, with a mutex per
+// lock_data.
 //
 // Callers block in Send/Stream on their own thread; callbacks run on that thread, never on
 // the I/O thread, so a slow consumer never stalls other transfers. A stream's bytes are
@@ -24,7 +26,6 @@
 // the method and the URL without its query or user info.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,7 +64,7 @@ struct Request {
 
 struct Response {
   int status = 0;
-  HeaderMap headers;  // of the final response (a 100 Continue's are dropped)
+  HeaderMap headers;  // of the final response; those of a 1xx interim response are dropped
   std::string body;
 
   // The first value of header `name` (any case), or "".
@@ -129,6 +130,7 @@ class HttpClient {
   struct Counters {
     std::atomic<int64_t> requests_sent{0};        // transfers started
     std::atomic<int64_t> connections_opened{0};   // new TCP connections (CURLINFO_NUM_CONNECTS)
+    std::atomic<int64_t> stream_pauses{0};        // a stream's consumer fell behind
     std::atomic<int64_t> transfers_active{0};     // running now (a gauge, not monotonic)
   };
   const Counters& counters() const { return counters_; }

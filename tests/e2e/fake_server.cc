@@ -229,6 +229,8 @@ std::optional<FakeStats> FakeServer::Stats(std::string* error) {
     }
     *field = v->GetInt64();
   }
+  stats.execd_requests = GetInt(doc, "execd_requests", 0);
+  stats.server_proxy_upstream_connections = GetInt(doc, "server_proxy_upstream_connections", 0);
   return stats;
 }
 

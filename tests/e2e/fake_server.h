@@ -22,6 +22,9 @@ struct FakeStats {
   int64_t live_sandboxes = 0;
   int64_t requests = 0;
   int64_t execd_connections_accepted = 0;
+  // Also read when the fake reports them (0 when absent).
+  int64_t execd_requests = 0;
+  int64_t server_proxy_upstream_connections = 0;
 };
 
 struct HttpResponse {

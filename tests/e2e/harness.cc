@@ -156,14 +156,15 @@ std::optional<int64_t> TestEnv::UpstreamRequestsDuring(const std::function<void(
     ADD_FAILURE() << error;
     return std::nullopt;
   }
-  const int64_t stats_cost = second->requests - first->requests;
+  auto total = [](const FakeStats& s) { return s.requests + s.execd_requests; };
+  const int64_t stats_cost = total(*second) - total(*first);
   action();
   auto after = fake_->Stats(&error);
   if (!after) {
     ADD_FAILURE() << error;
     return std::nullopt;
   }
-  return after->requests - second->requests - stats_cost;
+  return total(*after) - total(*second) - stats_cost;
 }
 
 std::vector<pid_t> TestEnv::BridgeProcesses() const {

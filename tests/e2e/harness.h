@@ -85,8 +85,9 @@ class TestEnv : public ::testing::Test {
   std::string bridge_log_path() const;  // root/run/bridge.log
   const std::string& logs_dir() const { return logs_dir_; }
 
-  // How many requests reached the fake while `action` ran, not counting the stats calls
-  // made to find out (their own cost is measured first). nullopt when stats fail.
+  // How many requests (lifecycle and execd) reached the fake while `action` ran, not
+  // counting the stats calls made to find out (their own cost is measured first).
+  // nullopt when stats fail.
   std::optional<int64_t> UpstreamRequestsDuring(const std::function<void()>& action);
 
   // Bridges serving our socket now: live processes whose argv has "serve" and our socket.

@@ -20,7 +20,8 @@ std::string JsonQuote(const std::string& text);
 bool ParseJson(const std::string& text, rapidjson::Document* doc, std::string* error);
 
 // The member at a dotted path ("error.data.epp_code"; a number picks an array element:
-// "sandboxes.0.id"), or null when any step is missing.
+// "sandboxes.0.id"), or null when any step is missing. A key that holds a dot
+// ("process.manage") needs FindMember instead.
 const rapidjson::Value* Find(const rapidjson::Value& value, const std::string& path);
 // The value at `path` when it has that type, else `fallback`.
 std::string GetString(const rapidjson::Value& value, const std::string& path,

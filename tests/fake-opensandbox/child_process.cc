@@ -115,6 +115,7 @@ int OpenPidfd(pid_t pid) {
   }
   execve(ShellPath(), const_cast<char* const*>(argv), envp);
   fail(4);
+  _exit(127);
 }
 
 }  // namespace

@@ -76,13 +76,14 @@ void RunForegroundPump(std::shared_ptr<Command> command, SpawnedProcess process,
   EventPipe& pipe = command->events();
 
   auto drain = [&](int index, int64_t timestamp) {
+    OutputEventWriter writer(timestamp);
     size_t total = 0;
     while (fds[index] >= 0 && total < kMaxReadPerRound) {
       ssize_t n = read(fds[index], buffer.get(), kReadBufferBytes);
       if (n > 0) {
         total += static_cast<size_t>(n);
         framers[index].Feed(buffer.get(), static_cast<size_t>(n), [&](std::string_view line) {
-          AppendOutputEvent(&batch, index == 1, line, timestamp);
+          writer.Append(&batch, index == 1, line);
         });
         continue;
       }
@@ -120,8 +121,7 @@ void RunForegroundPump(std::shared_ptr<Command> command, SpawnedProcess process,
       if (pipe_slot[i] >= 0 && pfds[pipe_slot[i]].revents != 0) drain(i, now_ms);
     }
     if (!batch.empty()) {
-      pipe.Append(std::move(batch));
-      batch = std::string();
+      pipe.Append(batch);
       // Backpressure: wait for the client, but never past the command's deadline.
       while (!pipe.WaitForRoom(deadline && !killed ? *deadline
                                                    : SteadyClock::now() + std::chrono::hours(1))) {
@@ -162,7 +162,7 @@ void RunForegroundPump(std::shared_ptr<Command> command, SpawnedProcess process,
   }
   // Status first, so a client that saw the terminal event finds the command finished.
   PumpAccess::Finish(*command, exit_code, description, clock.Now());
-  pipe.Append(std::move(batch));
+  pipe.Append(batch);
   pipe.Close();
 }
 

@@ -2,15 +2,19 @@
 
 namespace fake_opensandbox {
 
-void EventPipe::Append(std::string&& bytes) {
+void EventPipe::Append(std::string& bytes) {
   if (bytes.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (detached_) return;
+  if (detached_) {
+    bytes.clear();
+    return;
+  }
   if (pending_.empty()) {
     pending_.swap(bytes);
   } else {
     pending_.append(bytes);
   }
+  bytes.clear();
   cv_.notify_all();
 }
 

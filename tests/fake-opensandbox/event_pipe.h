@@ -21,8 +21,10 @@ class EventPipe {
 
   explicit EventPipe(size_t high_water = 8 << 20) : high_water_(high_water) {}
 
-  // Producer side.
-  void Append(std::string&& bytes);
+  // Producer side. Takes the bytes and leaves `bytes` empty; buffers are swapped
+  // rather than reallocated, so a long stream recycles the same few allocations.
+  void Append(std::string& bytes);
+  void Append(std::string&& bytes) { Append(bytes); }
   // Waits until the backlog is under the high-water mark, the reader detached, or
   // `until`. Returns false only on reaching `until` with the backlog still high.
   bool WaitForRoom(SteadyTime until);
@@ -32,6 +34,7 @@ class EventPipe {
   // Consumer side.
   enum class ReadResult { kData, kClosed, kTimeout };
   // Moves everything pending into *out (kData), or reports end of stream / a timeout.
+  // *out's old capacity goes back to the producer.
   ReadResult Read(std::string* out, SteadyTime until);
   void Detach();
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <thread>
@@ -19,6 +20,7 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kPingInterval = std::chrono::seconds(3);
+constexpr size_t kMaxWriteBytes = 64 << 10;
 
 const char* JsonKind(const rapidjson::Value& v) {
   if (v.IsString()) return "string";
@@ -134,6 +136,7 @@ bool ParseRunCommand(const httplib::Request& req, ExecdContext* context, Command
 // State of one SSE answer, shared by the calls of the content provider.
 struct StreamState {
   std::shared_ptr<Command> command;
+  std::string buffer;  // reused across reads
   bool started = false;
   bool terminal_seen = false;
   SteadyClock::time_point next_ping;
@@ -144,7 +147,15 @@ struct StreamState {
 // Returns false when the stream must end now (client gone or fault fired).
 bool WriteEvents(StreamState& state, httplib::DataSink& sink, const std::string& bytes) {
   if (bytes.empty()) return true;
-  if (state.events_left < 0) return sink.write(bytes.data(), bytes.size());
+  if (state.events_left < 0) {
+    // Moderate slices: httplib copies each write twice into fresh strings, and big
+    // ones would each cost an mmap and its page faults.
+    for (size_t at = 0; at < bytes.size(); at += kMaxWriteBytes) {
+      size_t n = std::min(kMaxWriteBytes, bytes.size() - at);
+      if (!sink.write(bytes.data() + at, n)) return false;
+    }
+    return true;
+  }
   size_t end = 0;
   while (state.events_left > 0) {
     size_t next = bytes.find("\n\n", end);
@@ -195,10 +206,9 @@ void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* contex
           sink.done();
           return true;
         }
-        std::string bytes;
-        switch (cmd.events().Read(&bytes, state->next_ping)) {
+        switch (cmd.events().Read(&state->buffer, state->next_ping)) {
           case EventPipe::ReadResult::kData:
-            return WriteEvents(*state, sink, bytes);
+            return WriteEvents(*state, sink, state->buffer);
           case EventPipe::ReadResult::kTimeout: {
             std::string ping;
             AppendPingEvent(&ping, clock.NowUnixMillis());

@@ -60,7 +60,7 @@ void SetUpMiddleware(httplib::Server& server, ExecdContext* context, std::string
     const_cast<httplib::Request&>(req).ranges.clear();
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -73,7 +73,7 @@ void SetUpMiddleware(httplib::Server& server, ExecdContext* context, std::string
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
-  });
+  }));
   server.set_post_routing_handler([context](const httplib::Request&, httplib::Response& res) {
     res.set_header("Date", FormatHttpDate(context->clock.Now()));
   });

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace fake_opensandbox {
 namespace {
@@ -60,6 +61,23 @@ void AppendGoJsonString(std::string* out, std::string_view text) {
   size_t run_start = 0;
   size_t i = 0;
   while (i < n) {
+    // Eight plain bytes at a time (no control byte, quote, backslash, <, >, &, or
+    // non-ASCII) are the common case of command output.
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, p + i, 8);
+      constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+      auto has_byte = [&](unsigned char b) {
+        uint64_t x = w ^ (kOnes * b);
+        return (x - kOnes) & ~x & kHigh;
+      };
+      uint64_t special = (w - kOnes * 0x20) & ~w & kHigh;  // bytes < 0x20
+      special |= w & kHigh;                                 // non-ASCII
+      special |= has_byte('"') | has_byte('\\') | has_byte('<') | has_byte('>') | has_byte('&');
+      if (special) break;
+      i += 8;
+    }
+    if (i >= n) break;
     unsigned char c = p[i];
     if (kPlain.plain[c]) {
       ++i;

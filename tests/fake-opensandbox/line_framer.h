@@ -8,6 +8,7 @@
 //   * a trailing partial line is held until a terminator arrives or the process exits.
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -47,10 +48,17 @@ void LineFramer::Feed(const char* data, size_t size, Emit&& emit) {
     after_cr_ = false;
     if (data[0] == '\n') i = 1;
   }
+  // memchr is vectorised; '\r' is rare, so its next position is looked up only when
+  // the scan has passed it.
+  const char* end = data + size;
+  const char* next_cr = static_cast<const char*>(memchr(data + i, '\r', size - i));
   size_t line_start = i;
-  for (; i < size; ++i) {
-    char c = data[i];
-    if (c != '\n' && c != '\r') continue;
+  while (i < size) {
+    const char* nl = static_cast<const char*>(memchr(data + i, '\n', size - i));
+    const char* stop = nl ? nl : end;
+    if (next_cr && next_cr < stop) stop = next_cr;
+    if (stop == end) break;
+    i = static_cast<size_t>(stop - data);
     if (pending_.empty()) {
       EndLine(std::string_view(data + line_start, i - line_start), emit);
     } else {
@@ -58,14 +66,17 @@ void LineFramer::Feed(const char* data, size_t size, Emit&& emit) {
       EndLine(pending_, emit);
       pending_.clear();
     }
-    if (c == '\r') {
+    if (data[i] == '\r') {
       if (i + 1 < size) {
         if (data[i + 1] == '\n') ++i;
       } else {
         after_cr_ = true;
       }
+      next_cr = i + 1 < size ? static_cast<const char*>(memchr(data + i + 1, '\r', size - i - 1))
+                             : nullptr;
     }
-    line_start = i + 1;
+    ++i;
+    line_start = i;
   }
   if (line_start < size) pending_.append(data + line_start, size - line_start);
 }

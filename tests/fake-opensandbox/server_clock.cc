@@ -64,7 +64,7 @@ std::string FormatPydanticTime(TimePoint t) {
   std::string out = FormatBase(split.seconds);
   int64_t micros = split.nanos / 1000;
   if (micros != 0) {
-    char frac[16];
+    char frac[32];
     snprintf(frac, sizeof(frac), ".%06lld", static_cast<long long>(micros));
     out += frac;
   }
@@ -76,7 +76,7 @@ std::string FormatGoTime(TimePoint t) {
   Split split = SplitTime(t);
   std::string out = FormatBase(split.seconds);
   if (split.nanos != 0) {
-    char frac[16];
+    char frac[32];
     snprintf(frac, sizeof(frac), ".%09lld", static_cast<long long>(split.nanos));
     std::string f = frac;
     while (f.back() == '0') f.pop_back();

@@ -49,6 +49,17 @@ void AppendOutputEvent(std::string* out, bool is_stderr, std::string_view text,
   out->append("}\n\n");
 }
 
+OutputEventWriter::OutputEventWriter(int64_t timestamp_ms) {
+  AppendTimestampAndEnd(&suffix_, timestamp_ms);
+  suffix_.append("}\n\n");
+}
+
+void OutputEventWriter::Append(std::string* out, bool is_stderr, std::string_view text) const {
+  out->append(is_stderr ? "{\"type\":\"stderr\",\"text\":" : "{\"type\":\"stdout\",\"text\":");
+  AppendGoJsonString(out, text);
+  out->append(suffix_);
+}
+
 void AppendCompleteEvent(std::string* out, int64_t execution_time_ms, int64_t timestamp_ms) {
   out->append("{\"type\":\"execution_complete\"");
   if (execution_time_ms != 0) {

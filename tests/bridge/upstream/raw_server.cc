@@ -28,14 +28,15 @@ int BoundSocket(int* port) {
 }
 
 // Reads up to the end of the request head (the body, if any, is not needed by scripts).
-void ReadRequestHead(int fd) {
+std::string ReadRequestHead(int fd) {
   std::string head;
   char buffer[4096];
   while (head.find("\r\n\r\n") == std::string::npos) {
     ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n <= 0) return;
+    if (n <= 0) break;
     head.append(buffer, static_cast<size_t>(n));
   }
+  return head;
 }
 
 }  // namespace
@@ -63,9 +64,18 @@ void RawServer::Serve() {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     ++connections_;
-    ReadRequestHead(fd);
+    std::string head = ReadRequestHead(fd);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      request_heads_.push_back(std::move(head));
+    }
     if (respond_(fd)) close(fd);
   }
+}
+
+std::vector<std::string> RawServer::request_heads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return request_heads_;
 }
 
 bool RawServer::WriteAll(int fd, const std::string& data) {

@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace abx::upstream::testing {
 
@@ -18,6 +21,8 @@ class RawServer {
 
   int port() const { return port_; }
   int connections() const { return connections_.load(); }
+  // The request heads received so far, in order.
+  std::vector<std::string> request_heads();
 
   // Helpers for scripts.
   static bool WriteAll(int fd, const std::string& data);
@@ -32,6 +37,8 @@ class RawServer {
   int stop_pipe_[2] = {-1, -1};
   int port_ = 0;
   std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::vector<std::string> request_heads_;
   std::thread thread_;
 };
 

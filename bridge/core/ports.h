@@ -1,0 +1,32 @@
+#pragma once
+// ports.url: where a port of a sandbox is reached from outside (its direct endpoint, or
+// the server's proxy path when use_server_proxy is set) and the headers to send there.
+
+#include <map>
+#include <string>
+
+#include "bridge/core/cancel.h"
+#include "bridge/core/config.h"
+#include "bridge/core/error.h"
+#include "bridge/core/upstream.h"
+
+namespace abx::core {
+
+struct PortUrl {
+  std::string url;                             // scheme of the lifecycle URL + the endpoint
+  std::map<std::string, std::string> headers;  // to send on every request to `url`
+};
+
+class Ports {
+ public:
+  Ports(Upstream* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
+
+  // `port` is 1…65535 (checked by the caller, which names its own parameter).
+  Result<PortUrl> Url(const std::string& sandbox_id, int port, CancelToken* cancel);
+
+ private:
+  Upstream* upstream_;
+  const ProviderConfig* config_;
+};
+
+}  // namespace abx::core

@@ -1,0 +1,739 @@
+#include "bridge/upstream/http_client.h"
+
+#include <httplib.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/bridge/upstream/raw_server.h"
+
+namespace abx::upstream {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using testing::RawServer;
+using testing::RefusingPort;
+
+int64_t MillisSince(steady_clock::time_point start) {
+  return std::chrono::duration_cast<milliseconds>(steady_clock::now() - start).count();
+}
+
+// The byte at `offset` of the test streams: position-dependent, so a lost, repeated or
+// reordered byte is caught.
+char StreamByte(uint64_t offset) { return static_cast<char>((offset * 2654435761u) >> 13); }
+
+uint64_t Fnv1a(const char* data, size_t size, uint64_t hash = 1469598103934665603ull) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<unsigned char>(data[i]);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// An in-process cpp-httplib server on 127.0.0.1, port 0. Register routes on http(), then
+// Start(). Handlers that must hang wait in WaitReleased(), which teardown ends.
+class TestServer {
+ public:
+  TestServer() {
+    server_.set_keep_alive_max_count(1000);
+    server_.set_keep_alive_timeout(30);
+    // Accepted sockets inherit TCP_NODELAY. Without it cpp-httplib's separate writes of
+    // head and body meet the client's delayed ACK: 40 ms per reused-connection request.
+    server_.set_socket_options([](socket_t fd) {
+      int yes = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    });
+  }
+  ~TestServer() {
+    Release();
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  httplib::Server& http() { return server_; }
+
+  void Start() {
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    for (int i = 0; i < 500 && !server_.is_running(); ++i) std::this_thread::sleep_for(milliseconds(2));
+    ASSERT_TRUE(server_.is_running());
+  }
+
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+
+  // Blocks a handler until Release() or `limit`; true when released.
+  bool WaitReleased(milliseconds limit = milliseconds(5000)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, limit, [this] { return released_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+  // Client ports seen, one per TCP connection.
+  void NoteConnection(const httplib::Request& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    client_ports_.insert(request.remote_port);
+  }
+  size_t connections_seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return client_ports_.size();
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::set<int> client_ports_;
+};
+
+std::unique_ptr<HttpClient> MakeClient(HttpClientOptions options = {}) {
+  options.use_environment_proxy = false;  // hermetic, whatever http_proxy says
+  std::string error;
+  auto client = HttpClient::Create(options, &error);
+  EXPECT_NE(client, nullptr) << error;
+  return client;
+}
+
+Request Get(const std::string& url) {
+  Request request;
+  request.url = url;
+  return request;
+}
+
+// Headers and a URL holding secrets, which no error message may repeat.
+const char* const kSecrets[] = {"sk-secret-api-key-123", "execd-token-456", "query-token-789",
+                                "userpass-0"};
+
+Request WithSecrets(Request request) {
+  request.headers = {{"OPEN-SANDBOX-API-KEY", kSecrets[0]}, {"X-EXECD-ACCESS-TOKEN", kSecrets[1]}};
+  size_t scheme_end = request.url.find("://") + 3;
+  request.url.insert(scheme_end, std::string("user:") + kSecrets[3] + "@");
+  request.url += std::string(request.url.find('?') == std::string::npos ? "?" : "&") +
+                 "token=" + kSecrets[2];
+  return request;
+}
+
+void ExpectNoSecrets(const TransportError& error) {
+  for (const char* secret : kSecrets) {
+    EXPECT_EQ(error.message.find(secret), std::string::npos) << error.message;
+  }
+}
+
+TEST(HttpClientTest, StatusHeadersAndBody) {
+  TestServer server;
+  server.http().Get("/hello", [](const httplib::Request& request, httplib::Response& response) {
+    response.status = 201;
+    response.set_header("X-Request-ID", "req-42");
+    response.set_header("X-Multi", "one");
+    response.set_header("X-Multi", "two");
+    response.set_content("hi " + request.get_header_value("X-Name"), "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  Request request = Get(server.Url("/hello"));
+  request.headers = {{"X-Name", "bridge"}};
+  auto response = client->Send(request, nullptr);
+  ASSERT_TRUE(response.ok()) << response.error().message;
+  EXPECT_EQ(response->status, 201);
+  EXPECT_EQ(response->Header("x-request-id"), "req-42");
+  EXPECT_EQ(response->Header("X-REQUEST-ID"), "req-42");
+  EXPECT_EQ(response->headers.GetAll("x-multi"), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(response->Header("content-type"), "text/plain");
+  EXPECT_EQ(response->Header("absent"), "");
+  EXPECT_EQ(response->body, "hi bridge");
+  EXPECT_EQ(client->counters().requests_sent.load(), 1);
+}
+
+TEST(HttpClientTest, SendsHeadersAsGiven) {
+  RawServer server([](int fd) {
+    RawServer::WriteAll(fd, "HTTP/1.1 204 No Content\r\n\r\n");
+    return true;
+  });
+  auto client = MakeClient();
+  Request request = Get("http://127.0.0.1:" + std::to_string(server.port()) + "/x?a=1");
+  request.headers = {{"OPEN-SANDBOX-API-KEY", "k"}, {"X-Empty", ""}, {"Accept", "text/event-stream"}};
+  auto response = client->Send(request, nullptr);
+  ASSERT_TRUE(response.ok()) << response.error().message;
+  EXPECT_EQ(response->status, 204);
+  ASSERT_EQ(server.request_heads().size(), 1u);
+  const std::string head = server.request_heads()[0];
+  EXPECT_EQ(head.rfind("GET /x?a=1 HTTP/1.1\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("\r\nOPEN-SANDBOX-API-KEY: k\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nX-Empty:\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nAccept: text/event-stream\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Accept: */*"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Expect"), std::string::npos) << head;
+}
+
+TEST(HttpClientTest, MethodsAndBodies) {
+  TestServer server;
+  auto echo = [](const httplib::Request& request, httplib::Response& response) {
+    response.set_content(request.method + " [" + request.body + "] type=" +
+                             request.get_header_value("Content-Type") +
+                             " expect=" + request.get_header_value("Expect"),
+                         "text/plain");
+  };
+  server.http().Post("/echo", echo);
+  server.http().Put("/echo", echo);
+  server.http().Patch("/echo", echo);
+  server.http().Delete("/echo", echo);
+  server.http().Get("/echo", echo);
+  server.Start();
+  auto client = MakeClient();
+
+  Request post = Get(server.Url("/echo"));
+  post.method = "POST";
+  post.body = "{\"command\":\"ls\"}";
+  post.headers = {{"Content-Type", "application/json"}};
+  EXPECT_EQ(client->Send(post, nullptr)->body,
+            "POST [{\"command\":\"ls\"}] type=application/json expect=");
+
+  // No body given: still a POST with Content-Length 0, and no made-up form type.
+  Request empty_post = Get(server.Url("/echo"));
+  empty_post.method = "POST";
+  EXPECT_EQ(client->Send(empty_post, nullptr)->body, "POST [] type= expect=");
+
+  for (const char* method : {"PUT", "PATCH", "DELETE"}) {
+    Request request = Get(server.Url("/echo"));
+    request.method = method;
+    request.body = "b";
+    EXPECT_EQ(client->Send(request, nullptr)->body, std::string(method) + " [b] type= expect=");
+  }
+  Request bodiless_delete = Get(server.Url("/echo"));
+  bodiless_delete.method = "DELETE";
+  EXPECT_EQ(client->Send(bodiless_delete, nullptr)->body, "DELETE [] type= expect=");
+
+  Request head = Get(server.Url("/echo"));
+  head.method = "HEAD";
+  auto head_response = client->Send(head, nullptr);
+  ASSERT_TRUE(head_response.ok()) << head_response.error().message;
+  EXPECT_EQ(head_response->status, 200);
+  EXPECT_EQ(head_response->body, "");
+}
+
+TEST(HttpClientTest, LargeBorrowedUploadIsSentIntact) {
+  TestServer server;
+  server.http().Post("/upload", [](const httplib::Request& request, httplib::Response& response) {
+    response.set_content(std::to_string(request.body.size()) + " " +
+                             std::to_string(Fnv1a(request.body.data(), request.body.size())) +
+                             " expect=" + request.get_header_value("Expect"),
+                         "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  std::string data(12 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = StreamByte(i);
+  Request request = Get(server.Url("/upload"));
+  request.method = "POST";
+  request.borrowed_body = std::string_view(data);
+  request.headers = {{"Content-Type", "application/octet-stream"}};
+  auto response = client->Send(request, nullptr);
+  ASSERT_TRUE(response.ok()) << response.error().message;
+  EXPECT_EQ(response->body, std::to_string(data.size()) + " " +
+                                std::to_string(Fnv1a(data.data(), data.size())) + " expect=");
+}
+
+TEST(HttpClientTest, ReusesConnectionsAcrossRequestsAndThreads) {
+  TestServer server;
+  server.http().Get("/ping", [&](const httplib::Request& request, httplib::Response& response) {
+    server.NoteConnection(request);
+    response.set_content("pong", "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  auto ping = [&] {
+    auto response = client->Send(Get(server.Url("/ping")), nullptr);
+    ASSERT_TRUE(response.ok()) << response.error().message;
+    EXPECT_EQ(response->body, "pong");
+  };
+  ping();
+  ping();
+  EXPECT_EQ(client->counters().connections_opened.load(), 1);
+  std::thread first(ping);
+  first.join();
+  std::thread second(ping);
+  second.join();
+  EXPECT_EQ(client->counters().connections_opened.load(), 1);
+  EXPECT_EQ(server.connections_seen(), 1u);
+  EXPECT_EQ(client->counters().requests_sent.load(), 4);
+
+  // Two threads at once need at most two connections between them.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) ping();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_LE(client->counters().connections_opened.load(), 2);
+  EXPECT_LE(server.connections_seen(), 2u);
+  EXPECT_EQ(client->counters().requests_sent.load(), 44);
+  EXPECT_EQ(client->counters().transfers_active.load(), 0);
+}
+
+TEST(HttpClientTest, StreamDeliversDataAsItArrives) {
+  TestServer server;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_seen = false;
+  server.http().Get("/sse", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_header("X-Request-ID", "stream-1");
+    response.set_chunked_content_provider(
+        "text/event-stream", [&](size_t offset, httplib::DataSink& sink) {
+          if (offset == 0) {
+            std::string first = "{\"type\":\"init\",\"text\":\"abc\"}\n\n";
+            sink.write(first.data(), first.size());
+            return true;
+          }
+          // The second event is sent only once the client has seen the first: a client
+          // that buffers the body would never get here.
+          std::unique_lock<std::mutex> lock(mu);
+          bool seen = cv.wait_for(lock, milliseconds(5000), [&] { return first_seen; });
+          std::string second = seen ? "{\"type\":\"execution_complete\"}\n\n" : "timeout\n";
+          sink.write(second.data(), second.size());
+          sink.done();
+          return true;
+        });
+  });
+  server.Start();
+  auto client = MakeClient();
+  int header_calls = 0;
+  std::string received;
+  auto summary = client->Stream(
+      Get(server.Url("/sse")),
+      [&](int status, const HeaderMap& headers) {
+        ++header_calls;
+        EXPECT_EQ(status, 200);
+        EXPECT_EQ(headers.Get("x-request-id"), "stream-1");
+        EXPECT_EQ(headers.Get("content-type"), "text/event-stream");
+        EXPECT_TRUE(received.empty());
+        return true;
+      },
+      [&](const char* data, size_t size) {
+        received.append(data, size);
+        if (received.find("\n\n") != std::string::npos) {
+          std::lock_guard<std::mutex> lock(mu);
+          first_seen = true;
+          cv.notify_all();
+        }
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(header_calls, 1);
+  EXPECT_EQ(summary->status, 200);
+  EXPECT_FALSE(summary->stopped);
+  EXPECT_EQ(received, "{\"type\":\"init\",\"text\":\"abc\"}\n\n{\"type\":\"execution_complete\"}\n\n");
+  EXPECT_EQ(summary->body_bytes, received.size());
+}
+
+TEST(HttpClientTest, LargeStreamWithASlowConsumerArrivesIntact) {
+  // A small queue and a consumer that stalls at first force the pause/unpause path.
+  const char* size_env = std::getenv("ABX_STREAM_BENCH_MIB");
+  const uint64_t total = (size_env ? std::strtoull(size_env, nullptr, 10) : 64) << 20;
+  TestServer server;
+  server.http().Get("/big", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider(
+        "text/event-stream", [&, random = std::mt19937(7), piece = std::string()](
+                                 size_t offset, httplib::DataSink& sink) mutable {
+          if (offset >= total) {
+            sink.done();
+            return true;
+          }
+          size_t size = std::min<uint64_t>(1 + random() % (300 << 10), total - offset);
+          piece.resize(size);
+          for (size_t i = 0; i < size; ++i) piece[i] = StreamByte(offset + i);
+          return sink.write(piece.data(), piece.size());
+        });
+  });
+  server.Start();
+  HttpClientOptions options;
+  options.stream_queue_bytes = 512 << 10;
+  auto client = MakeClient(options);
+  uint64_t at = 0;
+  uint64_t mismatches = 0;
+  int calls = 0;
+  auto start = steady_clock::now();
+  auto summary = client->Stream(
+      Get(server.Url("/big")), nullptr,
+      [&](const char* data, size_t size) {
+        if (++calls == 1) {
+          // Hold on until the queue has filled and the transfer is paused.
+          auto deadline = steady_clock::now() + milliseconds(5000);
+          while (client->counters().stream_pauses.load() == 0 && steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(milliseconds(1));
+          }
+        } else if (calls < 20) {
+          std::this_thread::sleep_for(milliseconds(2));
+        }
+        for (size_t i = 0; i < size; ++i) mismatches += data[i] != StreamByte(at + i);
+        at += size;
+        return true;
+      },
+      nullptr);
+  int64_t elapsed_ms = MillisSince(start);
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(summary->body_bytes, total);
+  EXPECT_EQ(at, total);
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(client->counters().stream_pauses.load(), 0);
+  std::printf("streamed %llu MiB in %lld ms (%d callbacks, %lld pauses)\n",
+              static_cast<unsigned long long>(total >> 20), static_cast<long long>(elapsed_ms),
+              calls, static_cast<long long>(client->counters().stream_pauses.load()));
+}
+
+TEST(HttpClientTest, NonSuccessStatusIsStreamedToo) {
+  TestServer server;
+  server.http().Post("/command", [](const httplib::Request&, httplib::Response& response) {
+    response.status = 400;
+    response.set_content("{\"code\":\"INVALID_REQUEST_BODY\",\"message\":\"no\"}", "application/json");
+  });
+  server.Start();
+  auto client = MakeClient();
+  Request request = Get(server.Url("/command"));
+  request.method = "POST";
+  int status = 0;
+  std::string body;
+  auto summary = client->Stream(
+      request,
+      [&](int s, const HeaderMap&) {
+        status = s;
+        return true;
+      },
+      [&](const char* data, size_t size) {
+        body.append(data, size);
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(summary->status, 400);
+  EXPECT_EQ(body, "{\"code\":\"INVALID_REQUEST_BODY\",\"message\":\"no\"}");
+}
+
+TEST(HttpClientTest, CallbacksCanStopTheStream) {
+  TestServer server;
+  server.http().Get("/endless", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("text/event-stream",
+                                          [&](size_t, httplib::DataSink& sink) {
+                                            std::string event = "{\"type\":\"ping\"}\n\n";
+                                            std::this_thread::sleep_for(milliseconds(1));
+                                            return sink.write(event.data(), event.size());
+                                          });
+  });
+  server.Start();
+  auto client = MakeClient();
+
+  int data_calls = 0;
+  auto refused = client->Stream(
+      Get(server.Url("/endless")), [](int, const HeaderMap&) { return false; },
+      [&](const char*, size_t) {
+        ++data_calls;
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(refused.ok()) << refused.error().message;
+  EXPECT_TRUE(refused->stopped);
+  EXPECT_EQ(data_calls, 0);
+
+  size_t bytes = 0;
+  auto stopped = client->Stream(
+      Get(server.Url("/endless")), nullptr,
+      [&](const char*, size_t size) {
+        bytes += size;
+        return bytes < 1000;
+      },
+      nullptr);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_TRUE(stopped->stopped);
+  EXPECT_GE(bytes, 1000u);
+  EXPECT_EQ(stopped->body_bytes, bytes);
+}
+
+TEST(HttpClientTest, IdleStreamTimesOut) {
+  TestServer server;
+  server.http().Get("/stall", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("text/event-stream",
+                                          [&](size_t offset, httplib::DataSink& sink) {
+                                            if (offset == 0) {
+                                              sink.write("{\"type\":\"init\"}\n\n", 17);
+                                              return true;
+                                            }
+                                            server.WaitReleased();
+                                            return false;
+                                          });
+  });
+  server.Start();
+  auto client = MakeClient();
+  Request request = WithSecrets(Get(server.Url("/stall")));
+  request.idle_timeout_ms = 300;
+  std::string received;
+  auto start = steady_clock::now();
+  auto summary = client->Stream(
+      request, nullptr,
+      [&](const char* data, size_t size) {
+        received.append(data, size);
+        return true;
+      },
+      nullptr);
+  int64_t elapsed = MillisSince(start);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.error().kind, TransportErrorKind::kTimeout);
+  EXPECT_EQ(summary.error().status, 200);
+  EXPECT_NE(summary.error().message.find("300 ms"), std::string::npos) << summary.error().message;
+  ExpectNoSecrets(summary.error());
+  EXPECT_EQ(received, "{\"type\":\"init\"}\n\n");  // what came before the stall is kept
+  EXPECT_GE(elapsed, 300);
+  EXPECT_LT(elapsed, 1500);
+}
+
+TEST(HttpClientTest, SendTimesOut) {
+  TestServer server;
+  server.http().Get("/slow", [&](const httplib::Request&, httplib::Response& response) {
+    server.WaitReleased();
+    response.set_content("late", "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  Request request = WithSecrets(Get(server.Url("/slow")));
+  request.timeout_ms = 300;
+  auto start = steady_clock::now();
+  auto response = client->Send(request, nullptr);
+  int64_t elapsed = MillisSince(start);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kTimeout) << response.error().message;
+  ExpectNoSecrets(response.error());
+  EXPECT_GE(elapsed, 290);
+  EXPECT_LT(elapsed, 1500);
+}
+
+// Sets `flag` after `delay` on another thread; returns when it was set.
+class DelayedCancel {
+ public:
+  DelayedCancel(CancelFlag* flag, milliseconds delay)
+      : thread_([this, flag, delay] {
+          std::this_thread::sleep_for(delay);
+          set_at_ = steady_clock::now();
+          flag->store(true);
+        }) {}
+  ~DelayedCancel() {
+    if (thread_.joinable()) thread_.join();
+  }
+  steady_clock::time_point set_at() {
+    thread_.join();
+    return set_at_;
+  }
+
+ private:
+  steady_clock::time_point set_at_;
+  std::thread thread_;
+};
+
+TEST(HttpClientTest, CancelAbortsABlockedStreamPromptly) {
+  TestServer server;
+  server.http().Get("/stall", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("text/event-stream",
+                                          [&](size_t offset, httplib::DataSink& sink) {
+                                            if (offset == 0) {
+                                              sink.write("{\"type\":\"init\"}\n\n", 17);
+                                              return true;
+                                            }
+                                            server.WaitReleased();
+                                            return false;
+                                          });
+  });
+  server.Start();
+  auto client = MakeClient();
+  int64_t worst_ms = 0;
+  for (int round = 0; round < 5; ++round) {
+    CancelFlag cancel{false};
+    Request request = WithSecrets(Get(server.Url("/stall")));
+    request.idle_timeout_ms = 0;
+    DelayedCancel canceller(&cancel, milliseconds(150));
+    auto summary = client->Stream(request, nullptr, [](const char*, size_t) { return true; }, &cancel);
+    auto returned_at = steady_clock::now();
+    int64_t latency =
+        std::chrono::duration_cast<milliseconds>(returned_at - canceller.set_at()).count();
+    worst_ms = std::max(worst_ms, latency);
+    ASSERT_FALSE(summary.ok());
+    EXPECT_EQ(summary.error().kind, TransportErrorKind::kCancelled);
+    ExpectNoSecrets(summary.error());
+  }
+  std::printf("stream cancel latency, worst of 5: %lld ms\n", static_cast<long long>(worst_ms));
+  EXPECT_LT(worst_ms, 250);  // typically 10-20 ms; slack for a loaded machine
+}
+
+TEST(HttpClientTest, CancelAbortsAWaitingSendPromptly) {
+  TestServer server;
+  server.http().Get("/slow", [&](const httplib::Request&, httplib::Response& response) {
+    server.WaitReleased();
+    response.set_content("late", "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  CancelFlag cancel{false};
+  DelayedCancel canceller(&cancel, milliseconds(150));
+  auto response = client->Send(Get(server.Url("/slow")), &cancel);
+  auto returned_at = steady_clock::now();
+  int64_t latency =
+      std::chrono::duration_cast<milliseconds>(returned_at - canceller.set_at()).count();
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kCancelled);
+  std::printf("send cancel latency: %lld ms\n", static_cast<long long>(latency));
+  EXPECT_LT(latency, 250);
+
+  // Already cancelled: fails without waiting for anything.
+  auto start = steady_clock::now();
+  auto again = client->Send(Get(server.Url("/slow")), &cancel);
+  EXPECT_FALSE(again.ok());
+  EXPECT_EQ(again.error().kind, TransportErrorKind::kCancelled);
+  EXPECT_LT(MillisSince(start), 100);
+}
+
+TEST(HttpClientTest, RefusedConnectionIsUnreachable) {
+  RefusingPort port;
+  auto client = MakeClient();
+  Request request = WithSecrets(Get("http://127.0.0.1:" + std::to_string(port.port()) + "/v1/sandboxes"));
+  auto response = client->Send(request, nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kUnreachable) << response.error().message;
+  EXPECT_EQ(response.error().status, 0);
+  EXPECT_NE(response.error().message.find("GET http://127.0.0.1:" + std::to_string(port.port()) +
+                                          "/v1/sandboxes: could not connect"),
+            std::string::npos)
+      << response.error().message;
+  ExpectNoSecrets(response.error());
+
+  auto summary = client->Stream(request, nullptr, [](const char*, size_t) { return true; }, nullptr);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.error().kind, TransportErrorKind::kUnreachable);
+  EXPECT_EQ(TransportErrorKindName(summary.error().kind), std::string("unreachable"));
+}
+
+TEST(HttpClientTest, BodyCutShortIsABrokenStream) {
+  RawServer server([](int fd) {
+    RawServer::WriteAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
+    return true;
+  });
+  auto client = MakeClient();
+  auto response =
+      client->Send(WithSecrets(Get("http://127.0.0.1:" + std::to_string(server.port()) + "/x")), nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kBrokenStream) << response.error().message;
+  EXPECT_EQ(response.error().status, 200);
+  ExpectNoSecrets(response.error());
+}
+
+TEST(HttpClientTest, ChunkedStreamCutShortIsABrokenStreamAfterItsData) {
+  RawServer server([](int fd) {
+    RawServer::WriteAll(fd,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n"
+                        "11\r\n{\"type\":\"init\"}\n\n\r\n");
+    return true;
+  });
+  auto client = MakeClient();
+  std::string received;
+  auto summary = client->Stream(
+      Get("http://127.0.0.1:" + std::to_string(server.port()) + "/command"), nullptr,
+      [&](const char* data, size_t size) {
+        received.append(data, size);
+        return true;
+      },
+      nullptr);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.error().kind, TransportErrorKind::kBrokenStream) << summary.error().message;
+  EXPECT_EQ(summary.error().status, 200);
+  EXPECT_EQ(received, "{\"type\":\"init\"}\n\n");
+}
+
+TEST(HttpClientTest, ResetMidBodyIsABrokenStream) {
+  RawServer server([](int fd) {
+    RawServer::WriteAll(fd,
+                        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    std::this_thread::sleep_for(milliseconds(50));
+    RawServer::Reset(fd);
+    return false;
+  });
+  auto client = MakeClient();
+  std::string received;
+  auto summary = client->Stream(
+      Get("http://127.0.0.1:" + std::to_string(server.port()) + "/x"), nullptr,
+      [&](const char* data, size_t size) {
+        received.append(data, size);
+        return true;
+      },
+      nullptr);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.error().kind, TransportErrorKind::kBrokenStream) << summary.error().message;
+  EXPECT_EQ(received, "hello");
+}
+
+TEST(HttpClientTest, CloseWithoutAnswerIsABrokenStream) {
+  RawServer server([](int) { return true; });
+  auto client = MakeClient();
+  auto response = client->Send(Get("http://127.0.0.1:" + std::to_string(server.port()) + "/x"), nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kBrokenStream) << response.error().message;
+  EXPECT_EQ(response.error().status, 0);
+}
+
+TEST(HttpClientTest, NonHttpReplyIsOther) {
+  RawServer server([](int fd) {
+    RawServer::WriteAll(fd, "SSH-2.0-OpenSSH_9.2\r\n");
+    return true;
+  });
+  auto client = MakeClient();
+  auto response = client->Send(Get("http://127.0.0.1:" + std::to_string(server.port()) + "/x"), nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kOther) << response.error().message;
+}
+
+TEST(HttpClientTest, HeaderInjectionIsRefusedWithoutEchoingTheValue) {
+  auto client = MakeClient();
+  Request request = Get("http://127.0.0.1:1/x");
+  request.headers = {{"X-Token", "secret-value\r\nX-Evil: 1"}};
+  auto response = client->Send(request, nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kOther);
+  EXPECT_EQ(response.error().message.find("secret-value"), std::string::npos);
+  EXPECT_NE(response.error().message.find("X-Token"), std::string::npos);
+  EXPECT_EQ(client->counters().requests_sent.load(), 0);
+
+  Request bad_method = Get("http://127.0.0.1:1/x");
+  bad_method.method = "GET /other HTTP/1.1\r\n";
+  EXPECT_FALSE(client->Send(bad_method, nullptr).ok());
+}
+
+TEST(HttpClientTest, MalformedUrlIsOther) {
+  auto client = MakeClient();
+  auto response = client->Send(Get("ftp://127.0.0.1/x"), nullptr);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.error().kind, TransportErrorKind::kOther) << response.error().message;
+  response = client->Send(Get("not a url"), nullptr);
+  ASSERT_FALSE(response.ok());
+}
+
+}  // namespace
+}  // namespace abx::upstream

@@ -1,0 +1,224 @@
+#include "tests/fake-opensandbox/fake_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+
+#include "tests/fake-opensandbox/counting_task_queue.h"
+#include "tests/fake-opensandbox/ids.h"
+#include "tests/fake-opensandbox/lifecycle_errors.h"
+
+namespace fake_opensandbox {
+namespace {
+
+const std::regex& ProxyPathPattern() {
+  static const std::regex pattern(R"(^(/v1)?/sandboxes/[^/]+/proxy/[0-9]+(/|$))");
+  return pattern;
+}
+
+// Paths the real server serves without an API key (digest §1.1).
+bool IsAuthExempt(const std::string& path) {
+  for (const char* prefix : {"/health", "/docs", "/redoc", "/openapi.json"}) {
+    if (path.rfind(prefix, 0) == 0) return true;
+  }
+  return std::regex_search(path, ProxyPathPattern()) && path.find("..") == std::string::npos;
+}
+
+// Paths that exist with some method: a wrong method there is 405, not 404.
+bool IsKnownPath(const std::string& path) {
+  static const std::regex known(
+      R"(^(/v1)?/sandboxes(/[^/]+(/(pause|resume|renew-expiration|metadata|snapshots)|/endpoints/[^/]+)?)?$|^/health$|^(/v1)?/snapshots(/[^/]+)?$)");
+  return std::regex_match(path, known);
+}
+
+std::string Trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
+}
+
+std::string TempBase() {
+  for (const char* var : {"TEST_TMPDIR", "TMPDIR"}) {
+    const char* value = getenv(var);
+    if (value && *value) return value;
+  }
+  return "/tmp";
+}
+
+}  // namespace
+
+void SendJson(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+void SendCodeMessage(httplib::Response& res, int status, const std::string& code,
+                     const std::string& message) {
+  SendJson(res, status, CodeMessageBody(code, message));
+}
+
+std::string RuntimeNamespace(const LifecycleContext& context) {
+  return context.config.runtime == Runtime::kDocker ? "DOCKER::" : "KUBERNETES::";
+}
+
+void SendSandboxNotFound(httplib::Response& res, const LifecycleContext& context,
+                         const std::string& id) {
+  if (context.config.runtime == Runtime::kDocker) {
+    SendCodeMessage(res, 404, "DOCKER::SANDBOX_NOT_FOUND", "Sandbox " + id + " not found.");
+  } else {
+    SendCodeMessage(res, 404, "KUBERNETES::SANDBOX_NOT_FOUND", "Sandbox '" + id + "' not found");
+  }
+}
+
+std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::string* error) {
+  std::unique_ptr<FakeServer> fake(new FakeServer());
+  fake->config_ = config;
+  if (config.root_dir.empty()) {
+    std::string templ = TempBase() + "/fake-opensandbox-XXXXXX";
+    if (!mkdtemp(&templ[0])) {
+      *error = "create temp root: " + std::string(strerror(errno));
+      return nullptr;
+    }
+    fake->root_dir_ = templ;
+    fake->owns_root_ = true;
+  } else {
+    fake->root_dir_ = config.root_dir;
+    if (mkdir(config.root_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "create root " + config.root_dir + ": " + strerror(errno);
+      return nullptr;
+    }
+  }
+  if (!config.faults_json.empty() && !fake->faults_.Update(config.faults_json, error)) {
+    *error = "--faults: " + *error;
+    return nullptr;
+  }
+  ServerClock clock(config.clock_skew_s);
+  fake->registry_ = std::make_unique<SandboxRegistry>(config, clock, &fake->faults_,
+                                                      &fake->stats_, fake->root_dir_,
+                                                      fake->root_dir_ + "/.fake-work");
+  LifecycleContext& ctx = fake->context_;
+  ctx.config = config;
+  ctx.clock = clock;
+  ctx.registry = fake->registry_.get();
+  ctx.faults = &fake->faults_;
+  ctx.stats = &fake->stats_;
+
+  httplib::Server& server = fake->server_;
+  ServerStats* stats = &fake->stats_;
+  server.new_task_queue = [stats] { return new CountingTaskQueue(&stats->connections_accepted); };
+  server.set_keep_alive_max_count(1000000000);
+  server.set_keep_alive_timeout(config.keep_alive_timeout_s);
+  server.set_read_timeout(60, 0);
+  server.set_write_timeout(3600, 0);
+  server.set_tcp_nodelay(true);
+  fake->InstallMiddleware();
+  RegisterControlRoutes(server, &ctx);
+  RegisterLifecycleRoutes(server, &ctx);
+  RegisterServerProxyRoute(server, &ctx);
+
+  if (config.port == 0) {
+    fake->port_ = server.bind_to_any_port("127.0.0.1");
+  } else if (server.bind_to_port("127.0.0.1", config.port)) {
+    fake->port_ = config.port;
+  }
+  if (fake->port_ <= 0) {
+    *error = "cannot listen on 127.0.0.1:" + std::to_string(config.port);
+    return nullptr;
+  }
+  ctx.port = fake->port_;
+  FakeServer* raw = fake.get();
+  fake->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
+  return fake;
+}
+
+void FakeServer::InstallMiddleware() {
+  server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    using R = httplib::Server::HandlerResponse;
+    // Range requests are answered by the handlers (or passed through by the proxy);
+    // httplib must not slice answers on its own.
+    const_cast<httplib::Request&>(req).ranges.clear();
+    const std::string& path = req.path;
+    if (path.rfind("/_fake/", 0) == 0) return R::Unhandled;
+    stats_.requests.fetch_add(1);
+    Faults faults = faults_.Get();
+    if (faults.latency_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
+    }
+    bool is_proxy = std::regex_search(path, ProxyPathPattern());
+    if (faults.silent && !is_proxy) {
+      // Accept, read the request, never answer (until the fault is switched off).
+      while (faults_.Get().silent && !stopping_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    if (!config_.api_key.empty() && !IsAuthExempt(path)) {
+      std::string key = req.get_header_value("OPEN-SANDBOX-API-KEY");
+      if (key.empty()) {
+        SendCodeMessage(res, 401, "MISSING_API_KEY",
+                        "Authentication credentials are missing. Provide API key via "
+                        "OPEN-SANDBOX-API-KEY header.");
+        return R::Handled;
+      }
+      if (key != config_.api_key) {
+        SendCodeMessage(res, 401, "INVALID_API_KEY",
+                        "Authentication credentials are invalid. Check your API key and try "
+                        "again.");
+        return R::Handled;
+      }
+    }
+    if (!is_proxy && path != "/health" && faults_.Roll(faults.error_rate)) {
+      SendCodeMessage(res, 503, RuntimeNamespace(context_) + "INITIALIZATION_ERROR",
+                      "Failed to connect to the container runtime.");
+      return R::Handled;
+    }
+    return R::Unhandled;
+  });
+  server_.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      if (IsKnownPath(req.path)) {
+        res.status = 405;
+        SendJson(res, 405, "{\"detail\":\"Method Not Allowed\"}");
+      } else {
+        SendJson(res, 404, "{\"detail\":\"Not Found\"}");
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  }));
+  server_.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    std::string request_id = Trim(req.get_header_value("X-Request-ID"));
+    res.set_header("X-Request-ID", request_id.empty() ? NewUuid4Hex() : request_id);
+    res.set_header("Date", FormatHttpDate(context_.clock.Now()));
+    const std::string& path = req.path;
+    bool is_control = path.rfind("/_fake/", 0) == 0;
+    if (!is_control && !res.body.empty() && !std::regex_search(path, ProxyPathPattern()) &&
+        faults_.Roll(faults_.Get().garbage_body)) {
+      // A body cut in half is never valid JSON; keep Content-Length honest.
+      res.body = res.body.substr(0, res.body.size() / 2);
+      res.headers.erase("Content-Length");
+      res.set_header("Content-Length", std::to_string(res.body.size()));
+    }
+  });
+}
+
+void FakeServer::EmergencyCleanup() {
+  stopping_ = true;
+  registry_->RemoveAll();
+  if (owns_root_) RemoveTreeQuietly(root_dir_);
+}
+
+FakeServer::~FakeServer() {
+  stopping_ = true;
+  server_.stop();
+  if (listener_.joinable()) listener_.join();
+  registry_.reset();
+  if (owns_root_) RemoveTreeQuietly(root_dir_);
+}
+
+}  // namespace fake_opensandbox

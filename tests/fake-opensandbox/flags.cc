@@ -1,0 +1,161 @@
+#include "tests/fake-opensandbox/flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace fake_opensandbox {
+namespace {
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long value = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || !end || *end != '\0') return false;
+  *out = value;
+  return true;
+}
+
+std::vector<int> VersionParts(const std::string& version) {
+  std::vector<int> parts;
+  size_t i = 0;
+  std::string v = version;
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
+  while (i <= v.size()) {
+    size_t dot = v.find('.', i);
+    if (dot == std::string::npos) dot = v.size();
+    parts.push_back(atoi(v.substr(i, dot - i).c_str()));
+    i = dot + 1;
+  }
+  while (parts.size() < 3) parts.push_back(0);
+  return parts;
+}
+
+}  // namespace
+
+bool ExecdKeepsBlankLines(const std::string& version) {
+  return VersionParts(version) >= std::vector<int>{1, 0, 17};
+}
+
+std::string HelpText() {
+  return R"(fake-opensandbox: a test double and dev server for the OpenSandbox lifecycle API
+and execd. It has NO isolation: every "sandbox" is a directory on this host, and
+commands run as real processes on this host, as this user (or as the uid a request
+names). Only ever run it on a machine and as a user you are willing to expose.
+
+It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
+
+  --port N                 lifecycle port (0 = any free port; default 0)
+  --api-key KEY            require OPEN-SANDBOX-API-KEY: KEY (default: no auth)
+  --execd-version V        execd line framing: 1.0.19 (default) sends blank lines as
+                           "\n"; 1.0.16 or older drops them
+  --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
+  --runtime docker|kubernetes
+                           pause/resume and error-code flavour (default docker)
+  --pending-polls N        new sandboxes answer Pending for N GETs (default 0)
+  --execd-ready-after N    first N /ping calls per sandbox fail with 503 (default 2)
+  --execd-token TOKEN      execd requires X-EXECD-ACCESS-TOKEN: TOKEN
+  --max-timeout SECONDS    largest create timeout / renew distance (default 86400)
+  --root DIR               sandbox directories go to DIR/<id>/ (default: a fresh
+                           temp dir, removed on exit)
+  --keep-alive-timeout S   idle keep-alive timeout of the lifecycle listener (default 5)
+  --sse-grace-ms MS        pause between the terminal event and end of stream (1000)
+  --k8s-transition-ms MS   Pausing/Resuming duration with --runtime kubernetes (500)
+  --faults JSON            initial fault injection (same keys as POST /_fake/faults)
+  --exit-on-stdin-eof      exit when stdin closes (tie the fake to a parent process)
+  --help                   this text
+
+Test control (no auth): GET /_fake/stats, GET|POST|DELETE /_fake/faults,
+GET /_fake/sandboxes/<id>. See README.md.
+)";
+}
+
+FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    std::string value;
+    size_t eq = flag.find('=');
+    bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    auto need_value = [&]() -> bool {
+      if (inline_value) return true;
+      if (i + 1 >= argc) {
+        *error = flag + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+      return true;
+    };
+    auto need_int = [&](int64_t* out) -> bool {
+      if (!need_value()) return false;
+      if (!ParseInt(value, out)) {
+        *error = flag + ": not an integer: " + value;
+        return false;
+      }
+      return true;
+    };
+    int64_t number = 0;
+    if (flag == "--help" || flag == "-h") return FlagsResult::kHelp;
+    if (flag == "--port") {
+      if (!need_int(&number)) return FlagsResult::kError;
+      if (number < 0 || number > 65535) {
+        *error = "--port must be 0..65535";
+        return FlagsResult::kError;
+      }
+      config->port = static_cast<int>(number);
+    } else if (flag == "--api-key") {
+      if (!need_value()) return FlagsResult::kError;
+      config->api_key = value;
+    } else if (flag == "--execd-version") {
+      if (!need_value()) return FlagsResult::kError;
+      config->execd_version = value;
+    } else if (flag == "--clock-skew") {
+      if (!need_int(&config->clock_skew_s)) return FlagsResult::kError;
+    } else if (flag == "--runtime") {
+      if (!need_value()) return FlagsResult::kError;
+      if (value == "docker") {
+        config->runtime = Runtime::kDocker;
+      } else if (value == "kubernetes" || value == "k8s") {
+        config->runtime = Runtime::kKubernetes;
+      } else {
+        *error = "--runtime must be docker or kubernetes";
+        return FlagsResult::kError;
+      }
+    } else if (flag == "--pending-polls") {
+      if (!need_int(&config->pending_polls)) return FlagsResult::kError;
+    } else if (flag == "--execd-ready-after") {
+      if (!need_int(&config->execd_ready_after)) return FlagsResult::kError;
+    } else if (flag == "--execd-token") {
+      if (!need_value()) return FlagsResult::kError;
+      config->execd_token = value;
+    } else if (flag == "--max-timeout") {
+      if (!need_int(&config->max_timeout_s)) return FlagsResult::kError;
+    } else if (flag == "--root") {
+      if (!need_value()) return FlagsResult::kError;
+      config->root_dir = value;
+    } else if (flag == "--keep-alive-timeout") {
+      if (!need_int(&number)) return FlagsResult::kError;
+      config->keep_alive_timeout_s = static_cast<int>(number);
+    } else if (flag == "--sse-grace-ms") {
+      if (!need_int(&config->sse_grace_ms)) return FlagsResult::kError;
+    } else if (flag == "--k8s-transition-ms") {
+      if (!need_int(&config->k8s_transition_ms)) return FlagsResult::kError;
+    } else if (flag == "--faults") {
+      if (!need_value()) return FlagsResult::kError;
+      config->faults_json = value;
+    } else if (flag == "--exit-on-stdin-eof") {
+      config->exit_on_stdin_eof = true;
+    } else {
+      *error = "unknown flag: " + flag + " (see --help)";
+      return FlagsResult::kError;
+    }
+  }
+  return FlagsResult::kRun;
+}
+
+}  // namespace fake_opensandbox

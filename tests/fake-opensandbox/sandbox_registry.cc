@@ -1,0 +1,338 @@
+#include "tests/fake-opensandbox/sandbox_registry.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tests/fake-opensandbox/ids.h"
+
+namespace fake_opensandbox {
+namespace {
+
+struct StateText {
+  const char* reason;
+  const char* message;  // Docker only
+};
+
+StateText DescribeState(const std::string& state, bool docker) {
+  if (docker) {
+    if (state == "Running") return {"CONTAINER_RUNNING", "Sandbox container is running."};
+    if (state == "Paused") return {"CONTAINER_PAUSED", "Sandbox container is paused."};
+    if (state == "Pending") return {"CONTAINER_STARTING", "Sandbox container is starting."};
+    return {"CONTAINER_STATE_UNKNOWN", ""};
+  }
+  if (state == "Running") return {"RUNNING", ""};
+  if (state == "Pausing") return {"PAUSING", ""};
+  if (state == "Paused") return {"PAUSED", ""};
+  if (state == "Resuming") return {"RESUMING", ""};
+  if (state == "Pending") return {"CREATING", ""};
+  return {"", ""};
+}
+
+SandboxGate::State GateFor(const std::string& state) {
+  if (state == "Running") return SandboxGate::State::kRunning;
+  if (state == "Pending") return SandboxGate::State::kStarting;
+  return SandboxGate::State::kFrozen;
+}
+
+}  // namespace
+
+void RemoveTreeQuietly(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    chmod(path.c_str(), 0700);  // a sandbox may have made its directories unwritable
+    if (DIR* dir = opendir(path.c_str())) {
+      std::vector<std::string> names;
+      while (dirent* entry = readdir(dir)) {
+        std::string name = entry->d_name;
+        if (name != "." && name != "..") names.push_back(name);
+      }
+      closedir(dir);
+      for (const auto& name : names) RemoveTreeQuietly(path + "/" + name);
+    }
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
+  }
+}
+
+SandboxRegistry::SandboxRegistry(const FakeConfig& config, ServerClock clock, FaultState* faults,
+                                 ServerStats* stats, std::string root_dir, std::string work_dir)
+    : config_(config),
+      clock_(clock),
+      faults_(faults),
+      stats_(stats),
+      root_dir_(std::move(root_dir)),
+      staging_dir_(work_dir + "/staging"),
+      logs_dir_(work_dir + "/logs") {
+  mkdir(work_dir.c_str(), 0700);
+  mkdir(staging_dir_.c_str(), 0700);
+  mkdir(logs_dir_.c_str(), 0700);
+  timer_ = std::thread([this] { TimerLoop(); });
+}
+
+SandboxRegistry::~SandboxRegistry() {
+  RemoveAll();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    timer_cv_.notify_all();
+  }
+  if (timer_.joinable()) timer_.join();
+}
+
+void SandboxRegistry::SetState(Record& record, const std::string& state) {
+  const bool docker = config_.runtime == Runtime::kDocker;
+  const std::string previous = record.info.state;
+  StateText text = DescribeState(state, docker);
+  record.info.state = state;
+  record.info.reason = text.reason;
+  record.info.message = text.message;
+  record.info.last_transition_at = clock_.Now();
+  // A paused container is frozen: so are its processes.
+  if (state == "Paused" && previous != "Paused") record.execd->commands().SignalAll(SIGSTOP);
+  if (state == "Running" && (previous == "Paused" || previous == "Resuming")) {
+    record.execd->commands().SignalAll(SIGCONT);
+  }
+  record.gate->Set(GateFor(state));
+}
+
+bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::string* error) {
+  auto record = std::make_unique<Record>();
+  SandboxInfo& info = record->info;
+  info.id = NewUuid4();
+  info.image_uri = spec.image_uri;
+  info.platform = spec.platform;
+  info.metadata = spec.metadata;
+  info.entrypoint = spec.resolved_entrypoint;
+  info.created_at = clock_.Now();
+  if (spec.timeout_s) info.expires_at = info.created_at + std::chrono::seconds(*spec.timeout_s);
+  info.has_network_policy = spec.has_network_policy;
+  if (spec.has_network_policy) info.egress_token = NewUuid4Hex();
+  info.host_root = root_dir_ + "/" + info.id;
+  if (mkdir(info.host_root.c_str(), 0755) != 0) {
+    *error = "create sandbox directory: " + std::string(strerror(errno));
+    return false;
+  }
+  // What an image normally has, so paths like /tmp/x and ~/x work out of the box.
+  mkdir((info.host_root + "/tmp").c_str(), 01777);
+  chmod((info.host_root + "/tmp").c_str(), 01777);
+  mkdir((info.host_root + "/root").c_str(), 0700);
+  std::string logs = logs_dir_ + "/" + info.id;
+  mkdir(logs.c_str(), 0700);
+
+  Faults faults = faults_->Get();
+  record->stuck_pending = faults.never_running;
+  record->pending_gets_left = config_.pending_polls;
+  bool pending = record->stuck_pending || record->pending_gets_left > 0;
+  record->gate = std::make_shared<SandboxGate>(pending ? SandboxGate::State::kStarting
+                                                       : SandboxGate::State::kRunning);
+  ExecdServerOptions options;
+  options.clock = clock_;
+  options.keep_blank_lines = ExecdKeepsBlankLines(config_.execd_version);
+  options.access_token = config_.execd_token;
+  options.ready_after = config_.execd_ready_after;
+  options.sse_grace_ms = config_.sse_grace_ms;
+  options.faults = faults_;
+  options.stats = stats_;
+  options.log_dir = logs;
+  options.staging_dir = staging_dir_;
+  record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);
+  if (!record->execd) {
+    RemoveTreeQuietly(info.host_root);
+    RemoveTreeQuietly(logs);
+    return false;
+  }
+  info.execd_port = record->execd->port();
+  SetState(*record, pending ? "Pending" : "Running");
+  if (!pending && config_.runtime == Runtime::kDocker) {
+    info.message = "Sandbox container started successfully.";
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  info.sequence = next_sequence_++;
+  *created = info;
+  records_[info.id] = std::move(record);
+  timer_cv_.notify_all();
+  return true;
+}
+
+std::optional<SandboxInfo> SandboxRegistry::Get(const std::string& id, bool count_poll) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return std::nullopt;
+  Record& record = *it->second;
+  if (count_poll && record.info.state == "Pending" && !record.stuck_pending) {
+    // This GET still answers Pending; the sandbox is Running from the N-th poll on.
+    if (--record.pending_gets_left <= 0) {
+      SandboxInfo before = record.info;
+      SetState(record, "Running");
+      return before;
+    }
+  }
+  return record.info;
+}
+
+std::vector<SandboxInfo> SandboxRegistry::List() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<SandboxInfo> out;
+  out.reserve(records_.size());
+  for (const auto& [id, record] : records_) out.push_back(record->info);
+  return out;
+}
+
+std::unique_ptr<SandboxRegistry::Record> SandboxRegistry::TakeLocked(const std::string& id) {
+  auto it = records_.find(id);
+  if (it == records_.end()) return nullptr;
+  std::unique_ptr<Record> record = std::move(it->second);
+  records_.erase(it);
+  return record;
+}
+
+void SandboxRegistry::Teardown(std::unique_ptr<Record> record) {
+  if (!record) return;
+  record->execd->Shutdown();
+  RemoveTreeQuietly(record->info.host_root);
+  RemoveTreeQuietly(logs_dir_ + "/" + record->info.id);
+}
+
+bool SandboxRegistry::Delete(const std::string& id) {
+  std::unique_ptr<Record> record;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    record = TakeLocked(id);
+  }
+  if (!record) return false;
+  Teardown(std::move(record));
+  return true;
+}
+
+SandboxRegistry::OpResult SandboxRegistry::Pause(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return OpResult::kNotFound;
+  Record& record = *it->second;
+  const std::string& state = record.info.state;
+  if (config_.runtime == Runtime::kDocker) {
+    // Docker reports a paused container as running, so the state check passes and
+    // the pause itself fails.
+    if (state == "Paused") return OpResult::kFailed;
+    if (state != "Running") return OpResult::kWrongState;
+    SetState(record, "Paused");
+    return OpResult::kOk;
+  }
+  if (state != "Running") return OpResult::kWrongState;
+  SetState(record, "Pausing");
+  record.transition_to = "Paused";
+  record.transition_at = clock_.Now() + std::chrono::milliseconds(config_.k8s_transition_ms);
+  timer_cv_.notify_all();
+  return OpResult::kOk;
+}
+
+SandboxRegistry::OpResult SandboxRegistry::Resume(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return OpResult::kNotFound;
+  Record& record = *it->second;
+  if (record.info.state != "Paused") return OpResult::kWrongState;
+  if (config_.runtime == Runtime::kDocker) {
+    SetState(record, "Running");
+    return OpResult::kOk;
+  }
+  SetState(record, "Resuming");
+  record.transition_to = "Running";
+  record.transition_at = clock_.Now() + std::chrono::milliseconds(config_.k8s_transition_ms);
+  timer_cv_.notify_all();
+  return OpResult::kOk;
+}
+
+SandboxRegistry::OpResult SandboxRegistry::Renew(const std::string& id, TimePoint expires_at) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return OpResult::kNotFound;
+  if (!it->second->info.expires_at) return OpResult::kWrongState;
+  it->second->info.expires_at = expires_at;
+  timer_cv_.notify_all();
+  return OpResult::kOk;
+}
+
+std::optional<SandboxInfo> SandboxRegistry::PatchMetadata(
+    const std::string& id,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& patch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) return std::nullopt;
+  StringPairs& metadata = it->second->info.metadata;
+  for (const auto& [key, value] : patch) {
+    auto existing = metadata.begin();
+    while (existing != metadata.end() && existing->first != key) ++existing;
+    if (!value) {
+      if (existing != metadata.end()) metadata.erase(existing);
+    } else if (existing != metadata.end()) {
+      existing->second = *value;
+    } else {
+      metadata.emplace_back(key, *value);
+    }
+  }
+  return it->second->info;
+}
+
+size_t SandboxRegistry::LiveCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return records_.size();
+}
+
+void SandboxRegistry::RemoveAll() {
+  std::vector<std::unique_ptr<Record>> all;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, record] : records_) all.push_back(std::move(record));
+    records_.clear();
+  }
+  for (auto& record : all) Teardown(std::move(record));
+}
+
+void SandboxRegistry::TimerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    TimePoint now = clock_.Now();
+    std::optional<TimePoint> next;
+    std::vector<std::string> expired;
+    for (auto& [id, record] : records_) {
+      if (record->transition_at) {
+        if (*record->transition_at <= now) {
+          record->transition_at.reset();
+          SetState(*record, record->transition_to);
+        } else if (!next || *record->transition_at < *next) {
+          next = record->transition_at;
+        }
+      }
+      if (record->info.expires_at) {
+        if (*record->info.expires_at <= now) {
+          expired.push_back(id);
+        } else if (!next || *record->info.expires_at < *next) {
+          next = record->info.expires_at;
+        }
+      }
+    }
+    if (!expired.empty()) {
+      std::vector<std::unique_ptr<Record>> doomed;
+      for (const auto& id : expired) doomed.push_back(TakeLocked(id));
+      lock.unlock();
+      for (auto& record : doomed) Teardown(std::move(record));
+      lock.lock();
+      continue;
+    }
+    if (next) {
+      timer_cv_.wait_until(lock, clock_.ToReal(*next));
+    } else {
+      timer_cv_.wait(lock);
+    }
+  }
+}
+
+}  // namespace fake_opensandbox

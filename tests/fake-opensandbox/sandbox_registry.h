@@ -1,0 +1,115 @@
+#pragma once
+
+// The sandboxes of the fake lifecycle server: their records, their state machine
+// (digest §1.6-1.8, Docker or Kubernetes flavour) and a timer thread that makes TTL
+// expiry and the Kubernetes Pausing/Resuming transitions really happen.
+//
+// A sandbox is a directory <root>/<id>/ plus an execd listener; "removing" one kills its
+// processes, stops the listener and deletes the directory, so afterwards it is simply
+// not found (404), as upstream.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/fake-opensandbox/create_request.h"
+#include "tests/fake-opensandbox/execd_server.h"
+#include "tests/fake-opensandbox/fake_config.h"
+#include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/sandbox_gate.h"
+#include "tests/fake-opensandbox/server_clock.h"
+#include "tests/fake-opensandbox/server_stats.h"
+
+namespace fake_opensandbox {
+
+// A copy of what the API shows of one sandbox.
+struct SandboxInfo {
+  std::string id;
+  std::optional<std::string> image_uri;
+  std::optional<std::pair<std::string, std::string>> platform;
+  StringPairs metadata;
+  std::vector<std::string> entrypoint;
+  std::optional<TimePoint> expires_at;
+  TimePoint created_at;
+  std::string state;
+  std::string reason;
+  std::string message;
+  TimePoint last_transition_at;
+  bool has_network_policy = false;
+  std::string egress_token;  // OPENSANDBOX-EGRESS-AUTH value (with a network policy)
+  std::string host_root;
+  int execd_port = 0;
+  uint64_t sequence = 0;     // creation order, for stable newest-first sorting
+};
+
+class SandboxRegistry {
+ public:
+  // `root_dir` holds one directory per sandbox; `work_dir` (outside it) holds the
+  // fake's own files: upload staging and background logs.
+  SandboxRegistry(const FakeConfig& config, ServerClock clock, FaultState* faults,
+                  ServerStats* stats, std::string root_dir, std::string work_dir);
+  ~SandboxRegistry();
+
+  bool Create(const CreateSpec& spec, SandboxInfo* created, std::string* error);
+  // `count_poll`: this GET counts towards --pending-polls.
+  std::optional<SandboxInfo> Get(const std::string& id, bool count_poll);
+  std::vector<SandboxInfo> List();
+  bool Delete(const std::string& id);
+
+  enum class OpResult { kOk, kNotFound, kWrongState, kFailed };
+  OpResult Pause(const std::string& id);
+  OpResult Resume(const std::string& id);
+  // kWrongState: the sandbox has no expiry (manual cleanup).
+  OpResult Renew(const std::string& id, TimePoint expires_at);
+  // Applies a merge patch (value nullopt = delete). Returns nullopt if not found.
+  std::optional<SandboxInfo> PatchMetadata(
+      const std::string& id,
+      const std::vector<std::pair<std::string, std::optional<std::string>>>& patch);
+
+  size_t LiveCount();
+  // Kills every sandbox (process exit).
+  void RemoveAll();
+
+ private:
+  struct Record {
+    SandboxInfo info;
+    int64_t pending_gets_left = 0;
+    bool stuck_pending = false;
+    std::optional<TimePoint> transition_at;  // server clock
+    std::string transition_to;
+    std::shared_ptr<SandboxGate> gate;
+    std::unique_ptr<ExecdServer> execd;
+  };
+
+  void SetState(Record& record, const std::string& state);
+  void TimerLoop();
+  // Detaches a record from the map (caller holds mutex_); teardown happens outside.
+  std::unique_ptr<Record> TakeLocked(const std::string& id);
+  void Teardown(std::unique_ptr<Record> record);
+
+  const FakeConfig config_;
+  const ServerClock clock_;
+  FaultState* faults_;
+  ServerStats* stats_;
+  const std::string root_dir_;
+  const std::string staging_dir_;
+  const std::string logs_dir_;
+
+  std::mutex mutex_;
+  std::condition_variable timer_cv_;
+  bool stopping_ = false;
+  uint64_t next_sequence_ = 0;
+  std::map<std::string, std::unique_ptr<Record>> records_;
+  std::thread timer_;
+};
+
+// rm -rf; best effort.
+void RemoveTreeQuietly(const std::string& path);
+
+}  // namespace fake_opensandbox

@@ -1,0 +1,58 @@
+// The lifecycle server's reverse proxy /sandboxes/<id>/proxy/<P>/... (digest §1.10),
+// reachable without an API key. It forwards to the sandbox's execd listener as
+// /proxy/<P>/..., which serves execd itself for P=44772 and other ports of the host
+// otherwise; answers (SSE included) are streamed through as they arrive.
+
+#include "tests/fake-opensandbox/http_forwarder.h"
+#include "tests/fake-opensandbox/lifecycle_context.h"
+
+namespace fake_opensandbox {
+namespace {
+
+void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleContext* ctx) {
+  std::string id = req.matches[1];
+  std::string port = req.matches[2];
+  std::string upgrade = req.get_header_value("Upgrade");
+  for (auto& c : upgrade) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  if (upgrade == "websocket") {
+    return SendCodeMessage(res, 400, "GENERAL::UNKNOWN_ERROR",
+                           "WebSocket upgrade is not supported on the HTTP proxy route.");
+  }
+  auto info = ctx->registry->Get(id, false);
+  if (!info) return SendSandboxNotFound(res, *ctx, id);
+
+  // The rest of the path, still percent-encoded as the client sent it.
+  std::string raw_path = req.target.substr(0, req.target.find('?'));
+  std::string marker = "/proxy/" + port;
+  size_t at = raw_path.find(marker);
+  std::string rest = at == std::string::npos ? "" : raw_path.substr(at + marker.size());
+  ForwardTarget target;
+  target.port = info->execd_port;
+  target.path_and_query = "/proxy/" + port + rest + RawQuery(req);
+  target.dropped_headers = {"Authorization", "Cookie", "OPEN-SANDBOX-API-KEY"};
+  target.added_headers = {{"X-Forwarded-Proto", "http"},
+                          {"X-Forwarded-Host", req.get_header_value("Host")},
+                          {"X-Forwarded-For", req.remote_addr}};
+  target.connection_counter = &ctx->stats->server_proxy_upstream_connections;
+  if (!ForwardRequest(req, res, target)) {
+    SendCodeMessage(res, 502, "GENERAL::UNKNOWN_ERROR",
+                    "Could not connect to the backend sandbox " + id + ".");
+  }
+}
+
+}  // namespace
+
+void RegisterServerProxyRoute(httplib::Server& server, LifecycleContext* ctx) {
+  const std::string pattern = std::string(kV1Prefix) + R"(/sandboxes/([^/]+)/proxy/(\d+)(/.*)?)";
+  auto handler = [ctx](const httplib::Request& req, httplib::Response& res) {
+    HandleProxy(req, res, ctx);
+  };
+  server.Get(pattern, handler);
+  server.Post(pattern, handler);
+  server.Put(pattern, handler);
+  server.Patch(pattern, handler);
+  server.Delete(pattern, handler);
+  server.Options(pattern, handler);
+}
+
+}  // namespace fake_opensandbox

@@ -163,17 +163,19 @@ Status ExecdClient::Interrupt(const std::string& command_id, const CancelToken* 
 
 Result<CommandStatus> ExecdClient::GetStatus(const std::string& command_id,
                                              const CancelToken* cancel) {
-  auto answer =
-      http_->Send(Call("GET", "/command/status/" + PercentEncode(command_id)), cancel, "command status");
+  HttpCall call = Call("GET", "/command/status/" + PercentEncode(command_id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "command status");
   if (!answer.ok()) return answer.error();
   return DecodeCommandStatus(answer->body);
 }
 
 Result<std::string> ExecdClient::Logs(const std::string& command_id, int64_t cursor,
                                       int64_t* next_cursor, const CancelToken* cancel) {
-  auto answer = http_->Send(
-      Call("GET", "/command/" + PercentEncode(command_id) + "/logs?cursor=" + std::to_string(cursor)),
-      cancel, "command logs");
+  HttpCall call =
+      Call("GET", "/command/" + PercentEncode(command_id) + "/logs?cursor=" + std::to_string(cursor));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "command logs");
   if (!answer.ok()) {
     // execd answers 400 "command not found" for an unknown id.
     if (answer.error().http_status == 400 &&
@@ -189,8 +191,9 @@ Result<std::string> ExecdClient::Logs(const std::string& command_id, int64_t cur
 }
 
 Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* cancel) {
-  auto answer = http_->Send(Call("GET", "/files/info?path=" + PercentEncode(path)), cancel,
-                            "stat " + path);
+  HttpCall call = Call("GET", "/files/info?path=" + PercentEncode(path));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "stat " + path);
   if (!answer.ok()) return answer.error();
   rapidjson::Document doc;
   doc.Parse(answer->body.c_str(), answer->body.size());
@@ -206,6 +209,7 @@ Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* c
 Result<std::string> ExecdClient::Download(const std::string& path, int64_t offset, int64_t length,
                                           const CancelToken* cancel) {
   HttpCall call = Call("GET", "/files/download?path=" + PercentEncode(path));
+  call.idempotent = true;
   if (offset > 0 || length > 0) {
     std::string range = "bytes=" + std::to_string(offset) + "-";
     if (length > 0) range += std::to_string(offset + length - 1);
@@ -240,9 +244,10 @@ Status ExecdClient::Upload(const std::string& path, const std::string& data, int
 
 Result<std::vector<FileInfo>> ExecdClient::ListDirectory(const std::string& path, int depth,
                                                          const CancelToken* cancel) {
-  auto answer = http_->Send(Call("GET", "/directories/list?path=" + PercentEncode(path) +
-                                            "&depth=" + std::to_string(depth)),
-                            cancel, "list " + path);
+  HttpCall call = Call("GET", "/directories/list?path=" + PercentEncode(path) +
+                       "&depth=" + std::to_string(depth));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "list " + path);
   if (!answer.ok()) return answer.error();
   return DecodeFileInfoArray(answer->body, "list " + path);
 }
@@ -283,9 +288,10 @@ Status ExecdClient::Move(const std::string& from, const std::string& to,
 Result<std::vector<FileInfo>> ExecdClient::Search(const std::string& path,
                                                   const std::string& pattern,
                                                   const CancelToken* cancel) {
-  auto answer = http_->Send(Call("GET", "/files/search?path=" + PercentEncode(path) +
-                                            "&pattern=" + PercentEncode(pattern)),
-                            cancel, "search " + path);
+  HttpCall call =
+      Call("GET", "/files/search?path=" + PercentEncode(path) + "&pattern=" + PercentEncode(pattern));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "search " + path);
   if (!answer.ok()) return answer.error();
   return DecodeFileInfoArray(answer->body, "search " + path);
 }

@@ -1,6 +1,8 @@
 #include "bridge/core/http.h"
 
 #include <cctype>
+#include <chrono>
+#include <thread>
 
 #include "bridge/core/error_mapping.h"
 #include "bridge/upstream/http_client.h"
@@ -59,20 +61,45 @@ Error FromTransport(const upstream::TransportError& t, std::string_view what) {
 
 bool Success(int status) { return status >= 200 && status < 300; }
 
+// Retries of idempotent calls: 3 attempts in all, 100 ms then 300 ms apart, so a
+// transient fault costs at most ~0.4 s more and a dead server is reported quickly.
+constexpr int kMaxAttempts = 3;
+
+// Waits before the next attempt; false when cancelled meanwhile.
+bool Backoff(int attempt, const CancelToken* cancel) {
+  const auto pause = std::chrono::milliseconds(attempt == 0 ? 100 : 300);
+  if (cancel) return cancel->SleepFor(pause);
+  std::this_thread::sleep_for(pause);
+  return true;
+}
+
 }  // namespace
 
 Result<HttpAnswer> Http::Send(const HttpCall& call, const CancelToken* cancel,
                               std::string_view what) {
-  auto response = client_->Send(ToRequest(call), cancel ? cancel->flag() : nullptr);
-  if (!response.ok()) return FromTransport(response.error(), what);
-  HttpAnswer answer;
-  answer.status = response->status;
-  answer.headers = Lowered(response->headers);
-  answer.body = std::move(response.value().body);
-  if (!Success(answer.status)) {
-    return FromHttpStatus(answer.status, answer.body, answer.Header("x-request-id"), what);
+  const upstream::Request request = ToRequest(call);
+  for (int attempt = 0;; ++attempt) {
+    auto response = client_->Send(request, cancel ? cancel->flag() : nullptr);
+    const bool last = !call.idempotent || attempt + 1 >= kMaxAttempts;
+    if (!response.ok()) {
+      const auto kind = response.error().kind;
+      const bool transient = kind == upstream::TransportErrorKind::kUnreachable ||
+                             kind == upstream::TransportErrorKind::kBrokenStream;
+      if (last || !transient || !Backoff(attempt, cancel)) {
+        return FromTransport(response.error(), what);
+      }
+      continue;
+    }
+    HttpAnswer answer;
+    answer.status = response->status;
+    answer.headers = Lowered(response->headers);
+    answer.body = std::move(response.value().body);
+    if (Success(answer.status)) return answer;
+    const bool transient = answer.status == 502 || answer.status == 503 || answer.status == 504;
+    if (last || !transient || !Backoff(attempt, cancel)) {
+      return FromHttpStatus(answer.status, answer.body, answer.Header("x-request-id"), what);
+    }
   }
-  return answer;
 }
 
 Result<HttpAnswer> Http::Stream(const HttpCall& call, const CancelToken* cancel,

@@ -1,7 +1,8 @@
 #pragma once
 // The core's view of upstream HTTP: one call, one answer, errors already mapped to EPP
-// codes (connection refused → E8002, deadline → E8006, cancelled → E8009, broken body →
-// E8010). Built on the shared, pooled client of bridge/upstream.
+// codes (connection refused or a body cut short → E8002, deadline → E8006, cancelled →
+// E8009, a reply that is not HTTP → E8010). Built on the shared, pooled client of
+// bridge/upstream.
 
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,10 @@ struct HttpCall {
   int64_t timeout_ms = 30000;        // whole exchange (Send)
   int64_t idle_timeout_ms = 30000;   // no byte for this long (Stream)
   int64_t connect_timeout_ms = 5000;
+  // Safe to send again: a transient failure (no connection, a connection dropped
+  // mid-answer, 502/503/504) is retried a few times with backoff. Never set for calls
+  // that change state in a way a repeat would double (create, exec, write).
+  bool idempotent = false;
 };
 
 struct HttpAnswer {

@@ -125,7 +125,9 @@ Result<SandboxRecord> LifecycleClient::Create(const std::string& body_json,
 
 Result<SandboxRecord> LifecycleClient::Get(const std::string& id, const CancelToken* cancel,
                                            int64_t* server_now_ms) {
-  auto answer = http_->Send(Call("GET", "/sandboxes/" + PercentEncode(id)), cancel, "get sandbox");
+  HttpCall call = Call("GET", "/sandboxes/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "get sandbox");
   if (!answer.ok()) return answer.error();
   if (server_now_ms) {
     *server_now_ms = ParseHttpDateMillis(answer->Header("date")).value_or(NowMillis());
@@ -147,14 +149,19 @@ Result<SandboxPage> LifecycleClient::List(const std::vector<std::string>& states
     }
     query += "&metadata=" + PercentEncode(inner);
   }
-  auto answer = http_->Send(Call("GET", "/sandboxes" + query), cancel, "list sandboxes");
+  HttpCall call = Call("GET", "/sandboxes" + query);
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "list sandboxes");
   if (!answer.ok()) return answer.error();
   return DecodeSandboxPage(answer->body);
 }
 
 Status LifecycleClient::Delete(const std::string& id, const CancelToken* cancel) {
-  auto answer =
-      http_->Send(Call("DELETE", "/sandboxes/" + PercentEncode(id)), cancel, "kill sandbox");
+  // A repeated DELETE after a lost answer finds the sandbox gone (404), which Kill
+  // reads as "already killed": safe to retry.
+  HttpCall call = Call("DELETE", "/sandboxes/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "kill sandbox");
   if (!answer.ok()) return answer.error();
   return OkStatus();
 }
@@ -190,10 +197,11 @@ Result<std::string> LifecycleClient::Renew(const std::string& id, const std::str
 
 Result<Endpoint> LifecycleClient::GetEndpoint(const std::string& id, int port,
                                               bool use_server_proxy, const CancelToken* cancel) {
-  auto answer = http_->Send(Call("GET", "/sandboxes/" + PercentEncode(id) + "/endpoints/" +
-                                            std::to_string(port) + "?use_server_proxy=" +
-                                            (use_server_proxy ? "true" : "false")),
-                            cancel, "get sandbox endpoint");
+  HttpCall call = Call("GET", "/sandboxes/" + PercentEncode(id) + "/endpoints/" +
+                                 std::to_string(port) + "?use_server_proxy=" +
+                                 (use_server_proxy ? "true" : "false"));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "get sandbox endpoint");
   if (!answer.ok()) return answer.error();
   return DecodeEndpoint(answer->body);
 }

@@ -9,17 +9,20 @@
 namespace abx::core {
 namespace {
 
-// Lists every process but this probe and its children, one per line:
-// pid TAB user TAB exec tag TAB command line. Plain POSIX sh and /proc, because slim
-// images have no `ps`.
+// Lists every process but this probe, one per line:
+// pid TAB user TAB exec tag TAB command line.
+// bash builtins only (mapfile, read, parameter expansion): no subprocess per process,
+// so a listing costs one command however many processes there are. Slim images have
+// no `ps`; every image execd runs in has bash.
 constexpr char kListScript[] =
-    "self=$$; for d in /proc/[0-9]*; do pid=${d#/proc/}; [ \"$pid\" = \"$self\" ] && continue; "
-    "ppid=$(sed -n 's/^PPid:[[:space:]]*//p' \"$d/status\" 2>/dev/null); "
-    "[ \"$ppid\" = \"$self\" ] && continue; "
-    "cmd=$(tr '\\0' ' ' < \"$d/cmdline\" 2>/dev/null); [ -z \"$cmd\" ] && continue; "
-    "user=$(stat -c %U \"$d\" 2>/dev/null); "
-    "tag=$(tr '\\0' '\\n' < \"$d/environ\" 2>/dev/null | sed -n 's/^ABX_EXEC_TAG=//p'); "
-    "printf '%s\\t%s\\t%s\\t%s\\n' \"$pid\" \"$user\" \"$tag\" \"${cmd% }\"; done";
+    "declare -A names; while IFS=: read -r n _ id _; do names[$id]=$n; done < /etc/passwd; "
+    "for d in /proc/[0-9]*; do pid=${d#/proc/}; [[ $pid == $$ ]] && continue; "
+    "mapfile -d '' -t argv 2>/dev/null < \"$d/cmdline\" || continue; "
+    "(( ${#argv[@]} )) || continue; uid=; "
+    "while read -r k v _; do [[ $k == Uid: ]] && { uid=$v; break; }; done 2>/dev/null < \"$d/status\"; "
+    "tag=; envs=(); mapfile -d '' -t envs 2>/dev/null < \"$d/environ\"; "
+    "for e in \"${envs[@]}\"; do [[ $e == ABX_EXEC_TAG=* ]] && { tag=${e#ABX_EXEC_TAG=}; break; }; done; "
+    "printf '%s\\t%s\\t%s\\t%s\\n' \"$pid\" \"${names[$uid]:-$uid}\" \"$tag\" \"${argv[*]}\"; done";
 
 constexpr const char* kSignals[][2] = {
     {"HUP", "1"},   {"INT", "2"},   {"QUIT", "3"},  {"KILL", "9"},  {"USR1", "10"},

@@ -42,10 +42,12 @@ grpc::Status FilesService::Read(grpc::ServerContext* context, const pb::ReadFile
       deps_, context, "Files.Read", request->config(), [&](TypedCall& call) -> core::Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
-        if (request->offset() < 0)
+        if (request->offset() < 0) {
           return core::InvalidParams("offset", "offset must not be negative");
-        if (request->length() < 0)
+        }
+        if (request->length() < 0) {
           return core::InvalidParams("length", "length must not be negative");
+        }
         core::Files files(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::FileRead read, files.Read(id, path, request->offset(),
                                                              request->length(), call.cancel()));

@@ -225,7 +225,7 @@ void TestEnv::TearDown() {
     }
   }
 
-  if (HasFailure()) {
+  if (HasFailure() || std::getenv("ABX_E2E_VERBOSE")) {
     for (size_t i = 0; i < shims_.size(); ++i) {
       PrintSection("shim " + std::to_string(i) + " transcript (" + shim_exits[i] + ")",
                    shims_[i]->Transcript());

@@ -46,8 +46,9 @@ class TestEnv : public ::testing::Test {
   // Makes /tmp/abxe-XXXXXX/{home,run,logs} and starts the fake with FakeFlags().
   void SetUp() override;
   // Ends the shims (stdin closed, then killed), stops the bridge, stops the fake, checks
-  // every shim's stdout discipline, prints diagnostics when the test failed, removes
-  // the temp dirs (kept when ABX_E2E_KEEP_TMP is set).
+  // every shim's stdout discipline, prints diagnostics (transcripts, stderr, bridge and
+  // fake logs) when the test failed or ABX_E2E_VERBOSE is set, and removes the temp dirs
+  // (kept when ABX_E2E_KEEP_TMP is set).
   void TearDown() override;
 
   // Flags for the fake besides --port 0. Default: {"--api-key", kApiKey}.
@@ -94,8 +95,9 @@ class TestEnv : public ::testing::Test {
   std::vector<pid_t> BridgeProcesses() const;
   // The pid the bridge wrote into its lock file; nullopt when there is none.
   std::optional<pid_t> BridgePid() const;
-  // `abx-opensandbox-bridge stop --socket`, then SIGKILL of the lock file's pid when it is
-  // still alive after 3 s (only when its argv names our socket).
+  // `abx-opensandbox-bridge stop --socket`, then SIGKILL of every bridge pid seen (lock
+  // file, BridgeProcesses()) still alive after 3 s, but only when its argv names our
+  // socket (a pid may have been reused).
   void StopBridge();
 
  private:

@@ -174,6 +174,35 @@ TEST_F(SliceTest, ExecRunArgvSurvivesShellMetacharacters) {
   EXPECT_EQ(GetString(response->result(), "stdout"), expected) << "argv " << argv;
 }
 
+// epp1.md §3, exec.output: each execd line gets its "\n" back; "\r\n" and a lone "\r"
+// arrive as "\n"; execd >= 1.0.17 keeps blank lines.
+TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1019) {
+  ASSERT_TRUE(RestartFake({"--execd-version", "1.0.19"}));
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const std::string sandbox = CreateSandbox(shim);
+  ASSERT_FALSE(sandbox.empty());
+  MessagePtr response =
+      Run(shim, sandbox, JsonObject().Str("command", R"(printf 'a\n\nb\r\nc\rd')"));
+  ASSERT_NE(response, nullptr);
+  ASSERT_FALSE(response->IsError()) << response->raw;
+  EXPECT_EQ(GetString(response->result(), "stdout"), "a\n\nb\nc\nd\n") << response->raw;
+}
+
+// execd <= 1.0.16 drops blank lines; the rest is as on 1.0.19.
+TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1016) {
+  ASSERT_TRUE(RestartFake({"--execd-version", "1.0.16"}));
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const std::string sandbox = CreateSandbox(shim);
+  ASSERT_FALSE(sandbox.empty());
+  MessagePtr response =
+      Run(shim, sandbox, JsonObject().Str("command", R"(printf 'a\n\nb\r\nc\rd')"));
+  ASSERT_NE(response, nullptr);
+  ASSERT_FALSE(response->IsError()) << response->raw;
+  EXPECT_EQ(GetString(response->result(), "stdout"), "a\nb\nc\nd\n") << response->raw;
+}
+
 TEST_F(SliceTest, PipelinedRequestsAreEachAnsweredOnce) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);

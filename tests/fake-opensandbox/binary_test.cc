@@ -100,6 +100,8 @@ TEST(BinaryTest, ListensPrintsPortAndCleansUpOnSigterm) {
   auto bg = execd.client->Post(execd.Path("/command").c_str(),
                                R"({"command":"sleep 617.3","background":true})", "application/json");
   ASSERT_EQ(bg->status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(ProcessRunning("sleep 617.3"));
   struct stat st;
   ASSERT_EQ(stat(temp_root.c_str(), &st), 0);
 
@@ -109,7 +111,7 @@ TEST(BinaryTest, ListensPrintsPortAndCleansUpOnSigterm) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_NE(stat(temp_root.c_str(), &st), 0) << temp_root << " still exists";
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_NE(system("pgrep -f '^sleep 617.3$' >/dev/null"), 0);
+  EXPECT_FALSE(ProcessRunning("sleep 617.3"));
 }
 
 }  // namespace

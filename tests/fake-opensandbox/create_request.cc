@@ -186,7 +186,6 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
   for (const auto& volume : v.GetArray()) {
     Loc at = Append(loc, index++);
     if (!check.Model(volume, at, "Volume")) continue;
-    size_t before_errors = check.errors.empty() ? 0 : 1;
     std::string name, mount;
     bool fields_ok = true;
     if (check.RequiredString(volume, "name", at, &name)) {
@@ -217,7 +216,6 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
       ++backends;
       if (!check.Model(*b, Append(at, backend), "backend")) fields_ok = false;
     }
-    (void)before_errors;
     if (fields_ok && backends != 1) {
       check.errors.Add("value_error", at,
                        backends == 0

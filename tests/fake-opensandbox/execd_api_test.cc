@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -74,6 +76,14 @@ TEST_F(ExecdTest, StreamShapeAndLineFraming) {
   EXPECT_EQ(terminal, 1);
 }
 
+TEST_F(ExecdTest, PingsEveryThreeSecondsOnLongRuns) {
+  auto events = RunEvents("sleep 3.4; echo late");
+  int pings = 0;
+  for (const auto& e : events) pings += e.type == "ping";
+  EXPECT_GE(pings, 2);  // one after init, one at ~3 s
+  EXPECT_EQ(OutputTexts(events, "stdout"), (Texts{"late"}));
+}
+
 TEST_F(ExecdTest, GoEscapingInEvents) {
   auto events = RunEvents("printf '<a&b>\\n\\377\\n'");
   auto texts = OutputTexts(events, "stdout");
@@ -112,16 +122,36 @@ TEST_F(ExecdTest, RequestValidationIsPlainJson400) {
   EXPECT_NE(bad_cwd->body.find("working directory does not exist"), std::string::npos);
 }
 
-TEST_F(ExecdTest, CwdEnvsAndUid) {
+TEST_F(ExecdTest, CwdAndEnvs) {
   ASSERT_EQ(mkdir((root_ + "/work").c_str(), 0755), 0);
-  auto res = Run(R"({"command":"pwd; echo $GREETING; id -u","cwd":"/work","envs":{"GREETING":"hi"},"uid":65534})");
-  auto texts = OutputTexts(ParseEvents(res->body), "stdout");
-  ASSERT_EQ(texts.size(), 3u);
-  EXPECT_EQ(texts[0], root_ + "/work");
-  EXPECT_EQ(texts[1], "hi");
-  if (geteuid() == 0) EXPECT_EQ(texts[2], "65534");
-  auto default_cwd = OutputTexts(RunEvents("pwd"), "stdout");
-  EXPECT_EQ(default_cwd, (Texts{root_}));
+  auto res = Run(R"({"command":"pwd; echo $GREETING","cwd":"/work","envs":{"GREETING":"hi"}})");
+  EXPECT_EQ(OutputTexts(ParseEvents(res->body), "stdout"), (Texts{root_ + "/work", "hi"}));
+  EXPECT_EQ(OutputTexts(RunEvents("pwd"), "stdout"), (Texts{root_}));
+}
+
+// Whether this process may switch to another uid (not as non-root, nor inside some
+// sandboxes' user namespaces).
+bool CanSetUid(uid_t uid) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(setgid(uid) == 0 && setuid(uid) == 0 ? 0 : 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST_F(ExecdTest, UidIsAppliedOrTheStartErrorReported) {
+  auto res = Run(R"({"command":"id -u","uid":65534})");
+  ASSERT_EQ(res->status, 200);  // even a start failure is a stream
+  auto events = ParseEvents(res->body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[0].type, "init");
+  if (CanSetUid(65534)) {
+    EXPECT_EQ(OutputTexts(events, "stdout"), (Texts{"65534"}));
+    EXPECT_EQ(events.back().type, "execution_complete");
+  } else {
+    EXPECT_EQ(events.back().type, "error");
+    EXPECT_NE(events.back().evalue.find("fork/exec"), std::string::npos) << events.back().evalue;
+  }
 }
 
 TEST_F(ExecdTest, BackgroundStatusAndLogs) {
@@ -175,7 +205,7 @@ TEST_F(ExecdTest, InterruptKillsAndIsNotIdempotent) {
 
 TEST_F(ExecdTest, ForegroundCommandSurvivesClientDisconnect) {
   {
-    httplib::Client impatient(execd_->client->host(), execd_->client->port());
+    httplib::Client impatient(execd_->host, execd_->port);
     impatient.set_read_timeout(0, 300000);
     impatient.Post(execd_->Path("/command").c_str(),
                    R"({"command":"sleep 0.6; echo done > /dev/null; touch marker"})",
@@ -320,7 +350,7 @@ TEST_F(ExecdTest, ServerProxyStreamsAndCountsConnections) {
   auto stats = ParseJson(fake_->lifecycle->Get("/_fake/stats")->body);
   EXPECT_GE(stats["server_proxy_upstream_connections"].GetUint64(), 2u);
   uint64_t before = stats["execd_connections_accepted"].GetUint64();
-  httplib::Client reusing(execd_->client->host(), execd_->client->port());
+  httplib::Client reusing(execd_->host, execd_->port);
   reusing.set_keep_alive(true);
   for (int i = 0; i < 4; ++i) ASSERT_EQ(reusing.Get("/ping")->status, 200);
   auto after = ParseJson(fake_->lifecycle->Get("/_fake/stats")->body);

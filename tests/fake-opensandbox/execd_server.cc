@@ -75,7 +75,8 @@ void SetUpMiddleware(httplib::Server& server, ExecdContext* context, std::string
     return httplib::Server::HandlerResponse::Unhandled;
   }));
   server.set_post_routing_handler([context](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Date", FormatHttpDate(context->clock.Now()));
+    // A proxied answer keeps the Date of the service that made it.
+    if (!res.has_header("Date")) res.set_header("Date", FormatHttpDate(context->clock.Now()));
   });
 }
 

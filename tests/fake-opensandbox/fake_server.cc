@@ -194,7 +194,7 @@ void FakeServer::InstallMiddleware() {
   server_.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     std::string request_id = Trim(req.get_header_value("X-Request-ID"));
     res.set_header("X-Request-ID", request_id.empty() ? NewUuid4Hex() : request_id);
-    res.set_header("Date", FormatHttpDate(context_.clock.Now()));
+    if (!res.has_header("Date")) res.set_header("Date", FormatHttpDate(context_.clock.Now()));
     const std::string& path = req.path;
     bool is_control = path.rfind("/_fake/", 0) == 0;
     if (!is_control && !res.body.empty() && !std::regex_search(path, ProxyPathPattern()) &&
@@ -210,7 +210,7 @@ void FakeServer::InstallMiddleware() {
 void FakeServer::EmergencyCleanup() {
   stopping_ = true;
   registry_->RemoveAll();
-  if (owns_root_) RemoveTreeQuietly(root_dir_);
+  RemoveTreeQuietly(owns_root_ ? root_dir_ : root_dir_ + "/.fake-work");
 }
 
 FakeServer::~FakeServer() {
@@ -218,7 +218,7 @@ FakeServer::~FakeServer() {
   server_.stop();
   if (listener_.joinable()) listener_.join();
   registry_.reset();
-  if (owns_root_) RemoveTreeQuietly(root_dir_);
+  RemoveTreeQuietly(owns_root_ ? root_dir_ : root_dir_ + "/.fake-work");
 }
 
 }  // namespace fake_opensandbox

@@ -37,7 +37,18 @@ struct ForwardState {
   int status = 0;
   httplib::Headers headers;
   std::string buffer;
+  std::string outgoing;  // the reader's side; swapped with `buffer` so both keep capacity
 };
+
+// httplib copies every write into fresh strings; moderate pieces stay off mmap.
+constexpr size_t kMaxWriteBytes = 64 << 10;
+
+bool WriteInPieces(httplib::DataSink& sink, const std::string& data) {
+  for (size_t at = 0; at < data.size(); at += kMaxWriteBytes) {
+    if (!sink.write(data.data() + at, std::min(kMaxWriteBytes, data.size() - at))) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -80,8 +91,10 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
     state->cv.wait(lock,
                    [&] { return state->cancelled || state->buffer.size() < kHighWaterBytes; });
     if (state->cancelled) return false;
+    bool was_empty = state->buffer.empty();
     state->buffer.append(data, size);
-    state->cv.notify_all();
+    // httplib hands over 4 KiB at a time: wake the reader only when it may be waiting.
+    if (was_empty) state->cv.notify_all();
     return true;
   };
   if (target.connection_counter) target.connection_counter->fetch_add(1);
@@ -130,38 +143,36 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
     releaser(true);
     return true;
   }
-  // 1: data in *out; 0: the upstream answer ended cleanly; -1: it broke off.
-  auto take = [state](std::string* out) {
+  // 1: data in state->outgoing; 0: the upstream answer ended cleanly; -1: it broke off.
+  auto take = [state]() {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->cv.wait(lock, [&] { return !state->buffer.empty() || state->finished; });
-    out->clear();
-    out->swap(state->buffer);
+    state->outgoing.clear();
+    state->outgoing.swap(state->buffer);
     state->cv.notify_all();
-    if (!out->empty()) return 1;
+    if (!state->outgoing.empty()) return 1;
     return state->upstream_ok ? 0 : -1;
   };
   if (content_type.empty()) content_type = "application/octet-stream";
   if (content_length > 0) {
     res.set_content_provider(
         static_cast<size_t>(content_length), content_type,
-        [take](size_t, size_t, httplib::DataSink& sink) {
-          std::string chunk;
-          if (take(&chunk) != 1) return false;  // upstream ended early: cut the answer
-          return sink.write(chunk.data(), chunk.size());
+        [take, state](size_t, size_t, httplib::DataSink& sink) {
+          if (take() != 1) return false;  // upstream ended early: cut the answer
+          return WriteInPieces(sink, state->outgoing);
         },
         releaser);
   } else {
     res.set_chunked_content_provider(
         content_type,
-        [take](size_t, httplib::DataSink& sink) {
-          std::string chunk;
-          int got = take(&chunk);
+        [take, state](size_t, httplib::DataSink& sink) {
+          int got = take();
           if (got < 0) return false;  // relay an abrupt end as an abrupt end
           if (got == 0) {
             sink.done();
             return true;
           }
-          return sink.write(chunk.data(), chunk.size());
+          return WriteInPieces(sink, state->outgoing);
         },
         releaser);
   }

@@ -66,12 +66,38 @@ TEST(LifecycleTest, RequestIdEchoedOrGeneratedAndDateHeader) {
   EXPECT_NE(generated->get_header_value("Date").find(" GMT"), std::string::npos);
 }
 
+TEST(LifecycleTest, ClockSkewShowsInDateAndTimestamps) {
+  FakeConfig config = TestConfig();
+  config.clock_skew_s = -86400 * 2;  // two days behind
+  TestFake fake(config);
+  auto res = fake.lifecycle->Post("/v1/sandboxes", kCreateBody, "application/json");
+  ASSERT_EQ(res->status, 202);
+  auto created = ParseDateTime(Field(res->body, "createdAt"));
+  ASSERT_TRUE(created);
+  auto behind = std::chrono::system_clock::now() - *created;
+  EXPECT_GT(behind, std::chrono::hours(47));
+  EXPECT_LT(behind, std::chrono::hours(49));
+  auto expires = ParseDateTime(Field(res->body, "expiresAt"));
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(*expires - *created).count(), 600);
+  // The Date header is on the same clock.
+  std::string date = res->get_header_value("Date");
+  std::string expected_day = FormatHttpDate(*created).substr(0, 16);
+  EXPECT_EQ(date.substr(0, 16), expected_day);
+  // A renew that is in the future for the client but in the past for the server.
+  std::string id = Field(res->body, "id");
+  std::string client_soon = FormatPydanticTime(std::chrono::system_clock::now() -
+                                               std::chrono::hours(47) - std::chrono::hours(2));
+  auto past = fake.lifecycle->Post(("/v1/sandboxes/" + id + "/renew-expiration").c_str(),
+                                   R"({"expiresAt":")" + client_soon + R"("})", "application/json");
+  EXPECT_EQ(past->status, 400);
+}
+
 TEST(LifecycleTest, CreateAnswers202RunningWithoutNullsOrSecrets) {
   TestFake fake;
   auto res = fake.lifecycle->Post("/v1/sandboxes", kCreateBody, "application/json");
   ASSERT_EQ(res->status, 202);
   EXPECT_EQ(res->body.find("hunter2"), std::string::npos);
-  EXPECT_EQ(res->body.find("null"), std::string::npos);
+  EXPECT_EQ(res->body.find(":null"), std::string::npos);
   rapidjson::Document doc = ParseJson(res->body);
   std::string id = doc["id"].GetString();
   EXPECT_EQ(id.size(), 36u);
@@ -305,23 +331,28 @@ TEST(LifecycleTest, RenewChecks) {
 }
 
 TEST(LifecycleTest, ExpiryRemovesTheSandboxAndKillsItsProcesses) {
-  FakeConfig config = TestConfig();
-  config.clock_skew_s = -58;  // a 60 s timeout then expires after about 2 s
-  TestFake fake(config);
+  TestFake fake;
   std::string id = fake.CreateSandbox(R"("timeout":60)");
   ASSERT_FALSE(id.empty());
+  // Renewing may shorten the life: expire in 1.5 s.
+  std::string soon = FormatPydanticTime(std::chrono::system_clock::now() +
+                                        std::chrono::milliseconds(1500));
+  ASSERT_EQ(fake.lifecycle->Post(("/v1/sandboxes/" + id + "/renew-expiration").c_str(),
+                                 R"({"expiresAt":")" + soon + R"("})", "application/json")
+                ->status,
+            200);
   EndpointClient execd(fake.ExecdEndpoint(id));
   auto bg = execd.client->Post(execd.Path("/command").c_str(),
                                R"({"command":"sleep 613.7","background":true})", "application/json");
   ASSERT_EQ(bg->status, 200);
-  std::string command_id = ParseEvents(bg->body)[0].text;
-  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(ProcessRunning("sleep 613.7"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_EQ(fake.lifecycle->Get(("/v1/sandboxes/" + id).c_str())->status, 404);
   auto stats = ParseJson(fake.lifecycle->Get("/_fake/stats")->body);
   EXPECT_EQ(stats["live_sandboxes"].GetInt(), 0);
   // No `sleep 613.7` of that sandbox survives.
-  std::string check = "pgrep -f '^sleep 613.7$' >/dev/null";
-  EXPECT_NE(system(check.c_str()), 0);
+  EXPECT_FALSE(ProcessRunning("sleep 613.7"));
 }
 
 TEST(LifecycleTest, PendingPollsThenRunning) {

@@ -271,6 +271,7 @@ void HandleRenew(const httplib::Request& req, httplib::Response& res, LifecycleC
     } else if (it->value.IsNumber()) {
       double seconds = it->value.GetDouble();
       if (std::fabs(seconds) > 2e10) seconds /= 1000.0;
+      seconds = std::max(-9e9, std::min(9e9, seconds));  // within system_clock's range
       expires_at = TimePoint(std::chrono::duration_cast<TimePoint::duration>(
           std::chrono::duration<double>(seconds)));
     } else if (it->value.IsString()) {

@@ -106,6 +106,8 @@ std::optional<TimePoint> ParseDateTime(const std::string& text) {
     double number = strtod(text.c_str(), &end);
     if (end && *end == '\0' && (isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-')) {
       if (number > 2e10 || number < -2e10) number /= 1000.0;
+      if (number > 9e9) number = 9e9;
+      if (number < -9e9) number = -9e9;
       return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
           std::chrono::duration<double>(number)));
     }
@@ -163,6 +165,10 @@ std::optional<TimePoint> ParseDateTime(const std::string& text) {
   }
   int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_seconds;
+  // system_clock counts nanoseconds in 64 bits (up to year 2262): clamp far dates.
+  constexpr int64_t kMaxSeconds = 9000000000;  // year 2255
+  if (secs > kMaxSeconds) secs = kMaxSeconds;
+  if (secs < -kMaxSeconds) secs = -kMaxSeconds;
   return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
       std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }

@@ -1,5 +1,10 @@
 #include "tests/fake-opensandbox/test_support.h"
 
+#include <dirent.h>
+
+#include <cctype>
+#include <fstream>
+
 namespace fake_opensandbox {
 
 FakeConfig TestConfig() {
@@ -44,8 +49,8 @@ std::string TestFake::ExecdEndpoint(const std::string& id, bool server_proxy) {
 EndpointClient::EndpointClient(const std::string& endpoint) {
   size_t colon = endpoint.find(':');
   size_t slash = endpoint.find('/');
-  std::string host = endpoint.substr(0, colon);
-  int port = atoi(endpoint.substr(colon + 1, slash - colon - 1).c_str());
+  host = endpoint.substr(0, colon);
+  port = atoi(endpoint.substr(colon + 1, slash - colon - 1).c_str());
   prefix = slash == std::string::npos ? "" : endpoint.substr(slash);
   client = std::make_unique<httplib::Client>(host, port);
   client->set_read_timeout(60, 0);
@@ -97,6 +102,36 @@ rapidjson::Document ParseJson(const std::string& text) {
   doc.Parse(text.c_str(), text.size());
   if (doc.HasParseError()) doc.SetNull();
   return doc;
+}
+
+}  // namespace fake_opensandbox
+
+namespace fake_opensandbox {
+
+bool ProcessRunning(const std::string& command_line) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  while (dirent* entry = readdir(proc)) {
+    if (!isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+    std::string base = std::string("/proc/") + entry->d_name;
+    std::ifstream stat_file(base + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
+    size_t close = stat.rfind(')');
+    if (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z') continue;
+    std::ifstream in(base + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    for (auto& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline == command_line) {
+      found = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
 }
 
 }  // namespace fake_opensandbox

@@ -31,6 +31,8 @@ struct TestFake {
 // A client for an endpoint "host:port[/prefix]" plus the prefix to put before paths.
 struct EndpointClient {
   std::unique_ptr<httplib::Client> client;
+  std::string host;
+  int port = 0;
   std::string prefix;
   explicit EndpointClient(const std::string& endpoint);
   std::string Path(const std::string& path) const { return prefix + path; }
@@ -51,5 +53,8 @@ std::vector<StreamEvent> ParseEvents(const std::string& body, bool* well_framed 
 std::vector<std::string> OutputTexts(const std::vector<StreamEvent>& events, const char* type);
 
 rapidjson::Document ParseJson(const std::string& text);
+
+// True if a live process has exactly this command line (argv joined by spaces).
+bool ProcessRunning(const std::string& command_line);
 
 }  // namespace fake_opensandbox

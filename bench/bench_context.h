@@ -1,0 +1,57 @@
+#pragma once
+// What every scenario shares: the binaries, the one fake server, the one sandbox, the
+// bridge's socket, and the report the rows go to.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/fake_server.h"
+#include "bench/report.h"
+#include "bench/shim_session.h"
+
+namespace abx::bench {
+
+struct BenchOptions {
+  std::string shim, bridge, fake, node, sdk_dir;
+  int cold_runs = 30;          // cold start samples, each side
+  int cli_runs = 200;          // "one CLI command" processes, each side
+  double sdk_budget_s = 75;    // ...but the SDK side stops once it spent this long
+  int sdk_min_runs = 30;       // ...and has at least this many samples
+  int warm_runs = 200;         // warm exec samples, each side
+  long long stream_bytes = 256LL << 20;
+  long long file_bytes = 64LL << 20;
+  long long chunk_bytes = 4LL << 20;
+  int sessions = 64;           // concurrency: shim sessions
+  int ops_per_session = 50;
+};
+
+struct BenchContext {
+  BenchOptions options;
+  std::string work_dir;     // private temp dir (0700): HOME of the shims, socket, logs
+  std::string socket_path;  // the bridge's
+  std::string api_key;      // the fake's; travels only in environments, never in argv
+  FakeServer fake;
+  std::string sandbox_id;
+  std::string execd_base;   // http://<execd endpoint>, as the lifecycle API names it
+  pid_t bridge_pid = -1;
+  Report report;
+
+  std::string LogPath(const std::string& name) const { return work_dir + "/" + name + ".log"; }
+
+  // How abx would start the shim: its configuration in the environment, HOME private.
+  ShimConfig Shim() const;
+
+  // A shim session that answered initialize; false with `*error` otherwise.
+  bool OpenSession(ShimSession* session, std::string* error) const;
+
+  // `{"sandbox_id":"…",<extra>}`.
+  std::string Params(const std::string& extra) const;
+
+  // The bridge's `status` JSON, parsed; false when it does not answer.
+  bool BridgeStatus(long long* peak_rss_bytes, long long* upstream_connections, pid_t* pid,
+                    std::string* error) const;
+};
+
+}  // namespace abx::bench

@@ -1,0 +1,44 @@
+// Idle memory: the bridge with no session open, and a shim that has answered
+// initialize and run one command and now waits for its host.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bench/scenarios.h"
+
+namespace abx::bench {
+
+long long IdleBridgeRss(BenchContext& ctx) {
+  usleep(500000);  // let sessions that just closed finish on the bridge's side
+  return ProcStatusBytes(ctx.bridge_pid, "VmRSS");
+}
+
+void RunIdleMemory(BenchContext& ctx, const std::vector<std::pair<std::string, long long>>& bridge_idle) {
+  long long worst = -1;
+  std::string readings;
+  for (const auto& [when, bytes] : bridge_idle) {
+    worst = std::max(worst, bytes);
+    readings += (readings.empty() ? "" : ", ") + when + " " + Mib(static_cast<double>(bytes));
+  }
+  ctx.report.Add({"memory: idle bridge RSS (no session open, worst reading)", Mib(static_cast<double>(worst)), "—",
+                  "", "≤ 20 MiB", worst > 0 ? Met(worst <= 20LL << 20) : "n/a"});
+  ctx.report.Note("memory", "idle bridge VmRSS " + readings);
+
+  ShimSession s;
+  std::string error;
+  long long shim_rss = -1, shim_hwm = -1;
+  if (ctx.OpenSession(&s, &error)) {
+    Answer a = s.Call("exec.run", ctx.Params("\"command\":\"true\""), 30000);
+    usleep(200000);
+    shim_rss = ProcStatusBytes(s.pid(), "VmRSS");
+    shim_hwm = ProcStatusBytes(s.pid(), "VmHWM");
+    if (!a.ok) error = a.error;
+    s.Close();
+  }
+  ctx.report.Add({"memory: idle shim RSS (after initialize + one exec.run)", Mib(static_cast<double>(shim_rss)),
+                  "—", "", "≤ 8 MiB", shim_rss > 0 ? Met(shim_rss <= 8LL << 20) : "n/a"});
+  ctx.report.Note("memory", "shim VmRSS " + Mib(static_cast<double>(shim_rss)) + ", VmHWM " +
+                                Mib(static_cast<double>(shim_hwm)) + (error.empty() ? "" : "; " + error));
+}
+
+}  // namespace abx::bench

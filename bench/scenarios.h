@@ -1,0 +1,33 @@
+#pragma once
+// The benchmark's scenarios. Each adds its rows (and notes) to ctx.report and never
+// aborts the run: a scenario that cannot measure says so in its row.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench_context.h"
+
+namespace abx::bench {
+
+// Work dir, fake server, the first shim (which starts the bridge), one sandbox, the
+// execd endpoint, the bridge's pid. False when nothing can be measured.
+bool SetUp(BenchContext& ctx, std::string* error);
+// Kills the sandbox, stops the bridge (by its pid if it will not stop), the fake, and
+// removes the work dir.
+void TearDown(BenchContext& ctx, bool keep_work_dir);
+
+void RunColdStart(BenchContext& ctx);    // new shim → initialize vs `node -e ''`
+void RunCliCommands(BenchContext& ctx);  // 200 × (shim: initialize + exec.run true) vs the JS SDK; connection reuse
+void RunWarmExec(BenchContext& ctx);     // exec.run true in one session vs direct libcurl
+void RunStream(BenchContext& ctx);       // 256 MiB of stdout vs direct libcurl
+void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs direct upload / download
+void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
+
+// Idle RSS of the bridge (no session open) now; call after setup and at the end.
+long long IdleBridgeRss(BenchContext& ctx);
+// Adds the idle-memory rows: bridge idle RSS (the worst of `bridge_idle`, readings taken
+// at the points named), shim idle RSS.
+void RunIdleMemory(BenchContext& ctx, const std::vector<std::pair<std::string, long long>>& bridge_idle);
+
+}  // namespace abx::bench

@@ -17,7 +17,7 @@ struct BenchOptions {
   std::string shim, bridge, fake, node, sdk_dir;
   int cold_runs = 30;          // cold start samples, each side
   int cli_runs = 200;          // "one CLI command" processes, each side
-  double sdk_budget_s = 75;    // ...but the SDK side stops once it spent this long
+  double sdk_budget_s = 60;    // ...but the SDK side stops once it spent this long
   int sdk_min_runs = 30;       // ...and has at least this many samples
   int warm_runs = 200;         // warm exec samples, each side
   long long stream_bytes = 256LL << 20;

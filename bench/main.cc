@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--fake") {
       options.fake = Absolute(value());
     } else if (arg == "--node") {
-      options.node = Absolute(value());
+      const std::string node = value();
+      options.node = node.empty() ? "" : Absolute(node);
     } else if (arg == "--sdk-dir") {
       options.sdk_dir = Absolute(value());
     } else if (arg == "--only") {
@@ -92,8 +93,8 @@ int main(int argc, char** argv) {
       return Usage(stderr);
     }
   }
-  if (options.shim.empty() || options.bridge.empty() || options.fake.empty() || options.node.empty() ||
-      options.sdk_dir.empty()) {
+  // An empty --node is allowed: the Node baselines are then reported as missing.
+  if (options.shim.empty() || options.bridge.empty() || options.fake.empty() || options.sdk_dir.empty()) {
     return Usage(stderr);
   }
   for (const std::string& s : only) {

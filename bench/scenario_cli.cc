@@ -74,7 +74,8 @@ void RunCliCommands(BenchContext& ctx) {
   sdk_env.push_back("BENCH_SANDBOX_ID=" + ctx.sandbox_id);
   const std::string script = ctx.options.sdk_dir + "/sdk_run_true.mjs";
   int sdk_failures_in_a_row = 0;
-  bool sdk_given_up = false;
+  bool sdk_given_up = ctx.options.node.empty();
+  if (sdk_given_up) sdk.last_error = "node not found";
   bool sdk_budget_spent = false;
   double sdk_spent_s = 0;
   std::string stats_error;

@@ -34,7 +34,7 @@ void RunColdStart(BenchContext& ctx) {
         last_error = error;
       }
     }
-    {
+    if (!ctx.options.node.empty()) {
       Child c;
       SpawnOptions spawn;
       spawn.argv = {ctx.options.node, "-e", ""};
@@ -46,7 +46,7 @@ void RunColdStart(BenchContext& ctx) {
   }
   const Summary o = Summarize(ours), n = Summarize(node);
   Row row{"cold start: new shim → initialize answered (bridge running)", Ms(o.median),
-          Ms(n.median) + " (node -e '')", "", "≤ 0.15×", "n/a"};
+          n.count ? Ms(n.median) + " (node -e '')" : "node not found", "", "≤ 0.15×", "n/a"};
   if (o.count > 0 && n.count > 0) {
     const double ratio = o.median / n.median;
     row.ratio = Times(ratio);

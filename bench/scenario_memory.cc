@@ -3,10 +3,38 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include "bench/scenarios.h"
 
 namespace abx::bench {
+
+namespace {
+
+// "anon 3.1 MiB, file 6.0 MiB": what the RSS is made of (file pages are the binary and its
+// shared libraries, shared with other processes that map them).
+// Pss: file pages divided among the processes that map them.
+long long PssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string key;
+  long long kb = -1;
+  while (in >> key) {
+    if (key == "Pss:") {
+      in >> kb;
+      return kb * 1024;
+    }
+  }
+  return -1;
+}
+
+std::string RssSplit(pid_t pid) {
+  return "anon " + Mib(static_cast<double>(ProcStatusBytes(pid, "RssAnon"))) + ", file " +
+         Mib(static_cast<double>(ProcStatusBytes(pid, "RssFile"))) + ", PSS " +
+         Mib(static_cast<double>(PssBytes(pid)));
+}
+
+}  // namespace
 
 long long IdleBridgeRss(BenchContext& ctx) {
   usleep(500000);  // let sessions that just closed finish on the bridge's side
@@ -22,23 +50,26 @@ void RunIdleMemory(BenchContext& ctx, const std::vector<std::pair<std::string, l
   }
   ctx.report.Add({"memory: idle bridge RSS (no session open, worst reading)", Mib(static_cast<double>(worst)), "—",
                   "", "≤ 20 MiB", worst > 0 ? Met(worst <= 20LL << 20) : "n/a"});
-  ctx.report.Note("memory", "idle bridge VmRSS " + readings);
+  ctx.report.Note("memory", "idle bridge VmRSS " + readings + "; now " + RssSplit(ctx.bridge_pid));
 
   ShimSession s;
   std::string error;
   long long shim_rss = -1, shim_hwm = -1;
+  std::string split;
   if (ctx.OpenSession(&s, &error)) {
     Answer a = s.Call("exec.run", ctx.Params("\"command\":\"true\""), 30000);
     usleep(200000);
     shim_rss = ProcStatusBytes(s.pid(), "VmRSS");
     shim_hwm = ProcStatusBytes(s.pid(), "VmHWM");
+    split = RssSplit(s.pid());
     if (!a.ok) error = a.error;
     s.Close();
   }
   ctx.report.Add({"memory: idle shim RSS (after initialize + one exec.run)", Mib(static_cast<double>(shim_rss)),
                   "—", "", "≤ 8 MiB", shim_rss > 0 ? Met(shim_rss <= 8LL << 20) : "n/a"});
   ctx.report.Note("memory", "shim VmRSS " + Mib(static_cast<double>(shim_rss)) + ", VmHWM " +
-                                Mib(static_cast<double>(shim_hwm)) + (error.empty() ? "" : "; " + error));
+                                Mib(static_cast<double>(shim_hwm)) + " (" + split + ")" +
+                                (error.empty() ? "" : "; " + error));
 }
 
 }  // namespace abx::bench

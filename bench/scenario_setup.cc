@@ -37,6 +37,21 @@ bool SetUp(BenchContext& ctx, std::string* error) {
   chmod(work, 0700);
   mkdir((ctx.work_dir + "/home").c_str(), 0700);
   ctx.socket_path = ctx.work_dir + "/b.sock";
+  // Private copies: other builds in the same workspace may replace bazel-bin's files
+  // while the run is going on, and every shim start executes the binary again.
+  const std::string bin = ctx.work_dir + "/bin";
+  mkdir(bin.c_str(), 0700);
+  for (std::string* binary : {&ctx.options.shim, &ctx.options.bridge, &ctx.options.fake}) {
+    const std::string copy = bin + "/" + std::filesystem::path(*binary).filename().string();
+    std::error_code ec;
+    std::filesystem::copy_file(*binary, copy, ec);
+    if (ec) {
+      *error = "copy " + *binary + ": " + ec.message();
+      return false;
+    }
+    chmod(copy.c_str(), 0700);
+    *binary = copy;
+  }
   // The fake takes its key only as a flag; this one is made up for this run and
   // protects nothing but the run's own throwaway server.
   ctx.api_key = RandomKey();

@@ -50,9 +50,12 @@ Result<std::string> LifecycleUrl(const std::map<std::string, std::string>& raw) 
   if (base.find_first_of(" \t\"<>\\^`{|}") != std::string::npos) {
     return InvalidParams("base_url", "base_url holds characters a URL cannot");
   }
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  // Found before trailing slashes go: "http:///" must not lose its "://".
   const size_t scheme_end = base.find("://") + 3;
-  if (base.size() <= scheme_end) return InvalidParams("base_url", "base_url has no host");
+  while (base.size() > scheme_end && base.back() == '/') base.pop_back();
+  if (base.size() <= scheme_end || base[scheme_end] == '/') {
+    return InvalidParams("base_url", "base_url has no host");
+  }
   if (base.size() < 3 || base.compare(base.size() - 3, 3, "/v1") != 0) base += "/v1";
   return base;
 }

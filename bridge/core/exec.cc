@@ -235,21 +235,23 @@ Result<Exec::Logs> Exec::ReadLogs(const std::string& sandbox_id, const std::stri
                                   int64_t cursor, CancelToken* cancel) {
   auto execd = upstream_->Execd(sandbox_id, *config_, cancel);
   if (!execd.ok()) return execd.error();
+  // Status first: a command that ends between the two reads is then still "running"
+  // here and its last output comes with the next call, instead of being lost.
+  auto status = execd->GetStatus(exec_id, cancel);
+  if (!status.ok()) return status.error();
   Logs logs;
   auto data = execd->Logs(exec_id, cursor, &logs.cursor, cancel);
   if (!data.ok()) return data.error();
   logs.data = std::move(data).value();
-  auto status = execd->GetStatus(exec_id, cancel);
-  if (!status.ok()) return status.error();
   logs.running = status->running;
+  if (!status->running && status->exit_code && *status->exit_code >= 0) {
+    logs.exit_code = status->exit_code;
+  }
   if (logs.running) {
     // The tail may end inside a character still being written: leave it for next time.
     const size_t keep = CompleteUtf8Prefix(logs.data);
     logs.cursor -= static_cast<int64_t>(logs.data.size() - keep);
     logs.data.resize(keep);
-  }
-  if (!status->running && status->exit_code && *status->exit_code >= 0) {
-    logs.exit_code = status->exit_code;
   }
   return logs;
 }

@@ -7,6 +7,7 @@
 #include <rapidjson/writer.h>
 
 #include "bridge/core/error_mapping.h"
+#include "bridge/core/utf8.h"
 
 namespace abx::epp {
 namespace {
@@ -19,6 +20,12 @@ constexpr unsigned kParseFlags =
 
 core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json) {
   *id_json = "null";
+  // RapidJSON reads a NUL byte as the end of the text, so `{…}\0garbage` would parse as
+  // its prefix; a raw NUL is never valid JSON text.
+  if (const size_t nul = line.find('\0'); nul != std::string_view::npos) {
+    return core::MakeError(core::ErrorCode::kParse,
+                           "parse error: a NUL byte at byte " + std::to_string(nul));
+  }
   auto doc = std::make_shared<rapidjson::Document>();
   doc->Parse<kParseFlags>(line.data(), line.size());
   if (doc->HasParseError()) {
@@ -140,13 +147,16 @@ std::string ErrorLine(const std::string& id_json, const core::Error& error) {
   };
   if (!epp.empty()) add("\"epp_code\":\"" + std::string(epp) + "\"");
   if (error.http_status) add("\"http_status\":" + std::to_string(error.http_status));
-  if (!error.request_id.empty()) add("\"request_id\":" + Quote(error.request_id));
+  // Messages, request ids and fields may carry bytes a server sent; the host reads UTF-8.
+  if (!error.request_id.empty()) {
+    add("\"request_id\":" + Quote(core::ToValidUtf8(error.request_id)));
+  }
   if (error.retryable) add("\"retryable\":true");
-  if (!error.field.empty()) add("\"field\":" + Quote(error.field));
+  if (!error.field.empty()) add("\"field\":" + Quote(core::ToValidUtf8(error.field)));
   data += "}";
   std::string line = "{\"jsonrpc\":\"2.0\",\"id\":" + id_json + ",\"error\":{\"code\":" +
                      std::to_string(core::JsonRpcCode(error.code)) +
-                     ",\"message\":" + Quote(error.message);
+                     ",\"message\":" + Quote(core::ToValidUtf8(error.message));
   if (data.size() > 2) line += ",\"data\":" + data;
   line += "}}";
   return line;

@@ -1,6 +1,7 @@
 // ports.url
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/json.h"
+#include "bridge/core/ports.h"
 #include "bridge/epp/methods.h"
 #include "bridge/epp/params.h"
 #include "bridge/epp/session.h"
@@ -14,14 +15,10 @@ core::Result<std::string> PortsUrl(Request& req) {
   if (!port || *port < 1 || *port > 65535) {
     return core::InvalidParams("port", "port must be between 1 and 65535");
   }
-  const core::ProviderConfig& config = req.session().config();
-  core::LifecycleClient lifecycle = req.session().upstream()->Lifecycle(config);
-  ABX_ASSIGN_OR_RETURN(core::Endpoint endpoint,
-                       lifecycle.GetEndpoint(id, static_cast<int>(*port), config.use_server_proxy,
-                                             &req.cancel()));
-  std::map<std::string, std::string> headers(endpoint.headers.begin(), endpoint.headers.end());
-  return "{\"url\":" + core::json::Quote(core::ExecdBaseUrl(config.lifecycle_url, endpoint.endpoint)) +
-         ",\"headers\":" + core::json::ObjectOfStrings(headers) + "}";
+  core::Ports ports(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, static_cast<int>(*port), &req.cancel()));
+  return "{\"url\":" + core::json::Quote(url.url) + ",\"headers\":" +
+         core::json::ObjectOfStrings(url.headers) + "}";
 }
 
 }  // namespace abx::epp

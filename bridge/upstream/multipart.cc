@@ -28,11 +28,15 @@ bool Contains(std::string_view haystack, std::string_view needle) {
 
 // A parameter value for a quoted-string in Content-Disposition, escaped as browsers do
 // (WHATWG form encoding): '"', CR and LF percent-encoded, so no value can end the header.
+// A backslash is encoded too: Go's parser (execd) reads `\"` as an escaped quote, so a
+// name ending in '\' would leave the quoted-string open and the part without a name.
 std::string QuoteParameter(std::string_view value) {
   std::string out = "\"";
   for (char c : value) {
     if (c == '"') {
       out += "%22";
+    } else if (c == '\\') {
+      out += "%5C";
     } else if (c == '\r') {
       out += "%0D";
     } else if (c == '\n') {

@@ -246,22 +246,24 @@ std::shared_ptr<Command> CommandRegistry::Start(const CommandSpec& spec) {
   SpawnedProcess process;
   std::string error;
   bool started = (!spec.background || log_fd >= 0) && SpawnShell(options, &process, &error);
-  if (spec.background && log_fd < 0) error = "open " + command->log_path_ + ": " + strerror(errno);
+  if (spec.background && log_fd < 0) error = std::string("open command log: ") + strerror(errno);
   if (log_fd >= 0) close(log_fd);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_[command->id()] = command;
-  }
-  if (!started) {
+  // Every field is set before the command becomes visible to other threads.
+  if (started) {
+    command->pgid_ = process.pid;
+  } else {
     command->start_error_ = error;
     command->Finish(255, error, clock_.Now());
     std::string batch;
     AppendErrorEvent(&batch, error, error, clock_.NowUnixMillis());
-    command->events().Append(std::move(batch));
+    command->events().Append(batch);
     command->events().Close();
-    return command;
   }
-  command->pgid_ = process.pid;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_[command->id()] = command;
+  }
+  if (!started) return command;
   if (spec.background) {
     std::thread(RunBackgroundPump, command, process, spec.timeout_ms, clock_).detach();
   } else {

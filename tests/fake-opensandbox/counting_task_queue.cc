@@ -4,7 +4,8 @@
 
 namespace fake_opensandbox {
 
-CountingTaskQueue::CountingTaskQueue(std::atomic<uint64_t>* accepted) : accepted_(accepted) {}
+CountingTaskQueue::CountingTaskQueue(std::shared_ptr<void> owner, std::atomic<uint64_t>* accepted)
+    : owner_(std::move(owner)), accepted_(accepted) {}
 
 void CountingTaskQueue::enqueue(std::function<void()> fn) {
   accepted_->fetch_add(1);

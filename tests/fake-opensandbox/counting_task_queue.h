@@ -20,7 +20,8 @@ namespace fake_opensandbox {
 
 class CountingTaskQueue : public httplib::TaskQueue {
  public:
-  explicit CountingTaskQueue(std::atomic<uint64_t>* accepted);
+  // `owner` keeps the counter alive as long as connections may still run.
+  CountingTaskQueue(std::shared_ptr<void> owner, std::atomic<uint64_t>* accepted);
 
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;
@@ -31,6 +32,7 @@ class CountingTaskQueue : public httplib::TaskQueue {
     std::condition_variable cv;
     int running = 0;
   };
+  std::shared_ptr<void> owner_;
   std::atomic<uint64_t>* accepted_;
   std::shared_ptr<Live> live_ = std::make_shared<Live>();
 };

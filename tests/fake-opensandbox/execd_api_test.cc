@@ -357,6 +357,43 @@ TEST_F(ExecdTest, ServerProxyStreamsAndCountsConnections) {
   EXPECT_EQ(after["execd_connections_accepted"].GetUint64() - before, 1u);
 }
 
+TEST_F(ExecdTest, ServerProxyRelaysEventsAsTheyHappenAndBytesIntact) {
+  EndpointClient proxied(fake_->ExecdEndpoint(id_, /*server_proxy=*/true));
+  httplib::Request req;
+  req.method = "POST";
+  req.path = proxied.Path("/command");
+  req.body = R"({"command":"echo first; sleep 1; echo second"})";
+  req.set_header("Content-Type", "application/json");
+  auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration first_seen{};
+  std::string body;
+  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    body.append(data, size);
+    if (first_seen == std::chrono::steady_clock::duration{} &&
+        body.find("\"first\"") != std::string::npos) {
+      first_seen = std::chrono::steady_clock::now() - start;
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error error;
+  ASSERT_TRUE(proxied.client->send(req, res, error));
+  EXPECT_GT(first_seen, std::chrono::steady_clock::duration{});
+  EXPECT_LT(first_seen, std::chrono::milliseconds(800));  // not held until the end
+  EXPECT_EQ(OutputTexts(ParseEvents(body), "stdout"), (Texts{"first", "second"}));
+
+  std::string blob;
+  for (int i = 0; i < (3 << 20); ++i) blob += static_cast<char>((i * 7919) >> 3);
+  { std::ofstream(root_ + "/tmp/blob.bin", std::ios::binary) << blob; }
+  auto download = proxied.client->Get(proxied.Path("/files/download?path=/tmp/blob.bin").c_str());
+  ASSERT_EQ(download->status, 200);
+  EXPECT_TRUE(download->body == blob);
+  auto range = proxied.client->Get(proxied.Path("/files/download?path=/tmp/blob.bin").c_str(),
+                                   {{"Range", "bytes=100-199"}});
+  EXPECT_EQ(range->status, 206);
+  EXPECT_TRUE(range->body == blob.substr(100, 100));
+}
+
 TEST_F(ExecdTest, ResetStreamFaultCutsAfterNEvents) {
   fake_->lifecycle->Post("/_fake/faults", R"({"reset_stream_after_events":3})", "application/json");
   auto res = Run(R"({"command":"for i in 1 2 3 4 5; do echo $i; done"})");

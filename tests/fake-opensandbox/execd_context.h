@@ -24,8 +24,9 @@ struct ExecdContext {
   ServerClock clock;
   SandboxPaths paths;
   CommandRegistry* commands = nullptr;
-  FaultState* faults = nullptr;
-  ServerStats* stats = nullptr;
+  // Shared: an execd listener may outlive the lifecycle server by a few connections.
+  std::shared_ptr<FaultState> faults;
+  std::shared_ptr<ServerStats> stats;
   std::shared_ptr<SandboxGate> gate;
   std::string staging_dir;   // upload temp files: outside the root, same filesystem
   int64_t ready_after = 0;   // failing /ping calls before execd "is up"

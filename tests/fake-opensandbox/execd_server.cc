@@ -95,9 +95,9 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   auto state = std::make_shared<State>(options, host_root);
   state->context.gate = std::move(gate);
   httplib::Server& server = state->server;
-  ServerStats* stats = options.stats;
+  std::shared_ptr<ServerStats> stats = options.stats;
   server.new_task_queue = [stats] {
-    return new CountingTaskQueue(&stats->execd_connections_accepted);
+    return new CountingTaskQueue(stats, &stats->execd_connections_accepted);
   };
   server.set_keep_alive_max_count(1000000000);
   server.set_keep_alive_timeout(options.keep_alive_timeout_s);

@@ -28,8 +28,8 @@ struct ExecdServerOptions {
   int64_t ready_after = 2;
   int64_t sse_grace_ms = 1000;
   int keep_alive_timeout_s = 120;
-  FaultState* faults = nullptr;
-  ServerStats* stats = nullptr;
+  std::shared_ptr<FaultState> faults;
+  std::shared_ptr<ServerStats> stats;
   std::string log_dir;            // background command logs
   std::string staging_dir;        // upload temp files
 };

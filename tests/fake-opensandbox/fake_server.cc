@@ -93,24 +93,26 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
       return nullptr;
     }
   }
-  if (!config.faults_json.empty() && !fake->faults_.Update(config.faults_json, error)) {
+  if (!config.faults_json.empty() && !fake->faults_->Update(config.faults_json, error)) {
     *error = "--faults: " + *error;
     return nullptr;
   }
   ServerClock clock(config.clock_skew_s);
-  fake->registry_ = std::make_unique<SandboxRegistry>(config, clock, &fake->faults_,
-                                                      &fake->stats_, fake->root_dir_,
+  fake->registry_ = std::make_unique<SandboxRegistry>(config, clock, fake->faults_,
+                                                      fake->stats_, fake->root_dir_,
                                                       fake->root_dir_ + "/.fake-work");
   LifecycleContext& ctx = fake->context_;
   ctx.config = config;
   ctx.clock = clock;
   ctx.registry = fake->registry_.get();
-  ctx.faults = &fake->faults_;
-  ctx.stats = &fake->stats_;
+  ctx.faults = fake->faults_;
+  ctx.stats = fake->stats_;
 
   httplib::Server& server = fake->server_;
-  ServerStats* stats = &fake->stats_;
-  server.new_task_queue = [stats] { return new CountingTaskQueue(&stats->connections_accepted); };
+  std::shared_ptr<ServerStats> stats = fake->stats_;
+  server.new_task_queue = [stats] {
+    return new CountingTaskQueue(stats, &stats->connections_accepted);
+  };
   server.set_keep_alive_max_count(1000000000);
   server.set_keep_alive_timeout(config.keep_alive_timeout_s);
   server.set_read_timeout(60, 0);
@@ -144,15 +146,15 @@ void FakeServer::InstallMiddleware() {
     const_cast<httplib::Request&>(req).ranges.clear();
     const std::string& path = req.path;
     if (path.rfind("/_fake/", 0) == 0) return R::Unhandled;
-    stats_.requests.fetch_add(1);
-    Faults faults = faults_.Get();
+    stats_->requests.fetch_add(1);
+    Faults faults = faults_->Get();
     if (faults.latency_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
     }
     bool is_proxy = std::regex_search(path, ProxyPathPattern());
     if (faults.silent && !is_proxy) {
       // Accept, read the request, never answer (until the fault is switched off).
-      while (faults_.Get().silent && !stopping_) {
+      while (faults_->Get().silent && !stopping_) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
@@ -171,7 +173,7 @@ void FakeServer::InstallMiddleware() {
         return R::Handled;
       }
     }
-    if (!is_proxy && path != "/health" && faults_.Roll(faults.error_rate)) {
+    if (!is_proxy && path != "/health" && faults_->Roll(faults.error_rate)) {
       SendCodeMessage(res, 503, RuntimeNamespace(context_) + "INITIALIZATION_ERROR",
                       "Failed to connect to the container runtime.");
       return R::Handled;
@@ -198,7 +200,7 @@ void FakeServer::InstallMiddleware() {
     const std::string& path = req.path;
     bool is_control = path.rfind("/_fake/", 0) == 0;
     if (!is_control && !res.body.empty() && !std::regex_search(path, ProxyPathPattern()) &&
-        faults_.Roll(faults_.Get().garbage_body)) {
+        faults_->Roll(faults_->Get().garbage_body)) {
       // A body cut in half is never valid JSON; keep Content-Length honest.
       res.body = res.body.substr(0, res.body.size() / 2);
       res.headers.erase("Content-Length");

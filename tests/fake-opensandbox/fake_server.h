@@ -38,8 +38,8 @@ class FakeServer {
   void InstallMiddleware();
 
   FakeConfig config_;
-  ServerStats stats_;
-  FaultState faults_;
+  std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
+  std::shared_ptr<FaultState> faults_ = std::make_shared<FaultState>();
   std::unique_ptr<SandboxRegistry> registry_;
   LifecycleContext context_;
   httplib::Server server_;

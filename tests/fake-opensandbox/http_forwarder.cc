@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/fake-opensandbox/upstream_client.h"
+
 namespace fake_opensandbox {
 namespace {
 
@@ -60,9 +62,9 @@ std::string RawQuery(const httplib::Request& req) {
 bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
                     const ForwardTarget& target) {
   auto state = std::make_shared<ForwardState>();
-  httplib::Request upstream;
+  UpstreamRequest upstream;
   upstream.method = req.method;
-  upstream.path = target.path_and_query;
+  upstream.path_and_query = target.path_and_query;
   for (const auto& [name, value] : req.headers) {
     if (IsHopByHop(name)) continue;
     // httplib adds these itself on the server side; they are not the client's.
@@ -78,37 +80,29 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
     if (!req.has_header(name.c_str())) upstream.headers.emplace(name, value);
   }
   upstream.body = req.body;
-  upstream.response_handler = [state](const httplib::Response& r) {
+  UpstreamHandlers handlers;
+  handlers.on_head = [state](int status, const httplib::Headers& headers) {
     std::lock_guard<std::mutex> lock(state->mutex);
-    state->status = r.status;
-    state->headers = r.headers;
+    state->status = status;
+    state->headers = headers;
     state->headers_ready = true;
     state->cv.notify_all();
     return true;
   };
-  upstream.content_receiver = [state](const char* data, size_t size, uint64_t, uint64_t) {
+  handlers.on_body = [state](const char* data, size_t size) {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->cv.wait(lock,
                    [&] { return state->cancelled || state->buffer.size() < kHighWaterBytes; });
     if (state->cancelled) return false;
     bool was_empty = state->buffer.empty();
     state->buffer.append(data, size);
-    // httplib hands over 4 KiB at a time: wake the reader only when it may be waiting.
-    if (was_empty) state->cv.notify_all();
+    if (was_empty) state->cv.notify_all();  // the reader may be waiting
     return true;
   };
   if (target.connection_counter) target.connection_counter->fetch_add(1);
-  std::thread([state, upstream = std::move(upstream), port = target.port]() mutable {
-    httplib::Client client("127.0.0.1", port);
-    client.set_url_encode(false);
-    client.set_decompress(false);
-    client.set_keep_alive(false);
-    client.set_connection_timeout(5, 0);
-    client.set_read_timeout(3600, 0);
-    client.set_write_timeout(60, 0);
-    httplib::Response response;
-    httplib::Error error = httplib::Error::Success;
-    bool ok = client.send(upstream, response, error);
+  std::thread([state, upstream = std::move(upstream), handlers = std::move(handlers),
+               port = target.port] {
+    bool ok = SendUpstream(port, upstream, handlers);
     std::lock_guard<std::mutex> lock(state->mutex);
     state->upstream_ok = ok;
     state->finished = true;

@@ -3,8 +3,8 @@
 // Streams one HTTP request to a listener on 127.0.0.1 and its answer back, for the two
 // reverse proxies: the lifecycle server's /sandboxes/<id>/proxy/<P>/... and execd's
 // /proxy/<P>/.... The answer is relayed as it arrives (SSE keeps its timing): a thread
-// runs the upstream request and hands the body over through a small bounded buffer, so
-// a slow client slows the upstream instead of filling memory.
+// runs the upstream request (upstream_client.h) and hands the body over through a
+// bounded buffer, so a slow client slows the upstream instead of filling memory.
 
 #include <httplib.h>
 

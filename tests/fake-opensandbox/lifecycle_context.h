@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <memory>
 #include <string>
 
 #include "tests/fake-opensandbox/fake_config.h"
@@ -21,8 +22,8 @@ struct LifecycleContext {
   FakeConfig config;
   ServerClock clock;
   SandboxRegistry* registry = nullptr;
-  FaultState* faults = nullptr;
-  ServerStats* stats = nullptr;
+  std::shared_ptr<FaultState> faults;
+  std::shared_ptr<ServerStats> stats;
   int port = 0;  // the lifecycle listener's own port, for server-proxy endpoints
 };
 

@@ -61,12 +61,14 @@ void RemoveTreeQuietly(const std::string& path) {
   }
 }
 
-SandboxRegistry::SandboxRegistry(const FakeConfig& config, ServerClock clock, FaultState* faults,
-                                 ServerStats* stats, std::string root_dir, std::string work_dir)
+SandboxRegistry::SandboxRegistry(const FakeConfig& config, ServerClock clock,
+                                 std::shared_ptr<FaultState> faults,
+                                 std::shared_ptr<ServerStats> stats, std::string root_dir,
+                                 std::string work_dir)
     : config_(config),
       clock_(clock),
-      faults_(faults),
-      stats_(stats),
+      faults_(std::move(faults)),
+      stats_(std::move(stats)),
       root_dir_(std::move(root_dir)),
       staging_dir_(work_dir + "/staging"),
       logs_dir_(work_dir + "/logs") {

@@ -52,8 +52,8 @@ class SandboxRegistry {
  public:
   // `root_dir` holds one directory per sandbox; `work_dir` (outside it) holds the
   // fake's own files: upload staging and background logs.
-  SandboxRegistry(const FakeConfig& config, ServerClock clock, FaultState* faults,
-                  ServerStats* stats, std::string root_dir, std::string work_dir);
+  SandboxRegistry(const FakeConfig& config, ServerClock clock, std::shared_ptr<FaultState> faults,
+                  std::shared_ptr<ServerStats> stats, std::string root_dir, std::string work_dir);
   ~SandboxRegistry();
 
   bool Create(const CreateSpec& spec, SandboxInfo* created, std::string* error);
@@ -95,8 +95,8 @@ class SandboxRegistry {
 
   const FakeConfig config_;
   const ServerClock clock_;
-  FaultState* faults_;
-  ServerStats* stats_;
+  std::shared_ptr<FaultState> faults_;
+  std::shared_ptr<ServerStats> stats_;
   const std::string root_dir_;
   const std::string staging_dir_;
   const std::string logs_dir_;

@@ -163,7 +163,7 @@ void RunConcurrency(BenchContext& ctx) {
   const long long peak = std::max(hwm, sampled_peak);
 
   // Fewer operations than the shims ran: a capacity figure, not a latency study.
-  const int direct_ops = std::max(1, ops / 5);
+  const int direct_ops = ctx.options.direct_ops_per_client;
   const CpuUsage c1 = ReadCpu(ctx.bridge_pid, ctx.fake.pid());
   const Phase direct = RunDirectClients(ctx, sessions, direct_ops);
   const CpuUsage direct_cpu = ReadCpu(ctx.bridge_pid, ctx.fake.pid()) - c1;
@@ -184,8 +184,8 @@ void RunConcurrency(BenchContext& ctx) {
                   Met(many.errors == 0 && single.errors == 0)});
   ctx.report.Add({"memory: bridge peak RSS during the concurrency run", Mib(static_cast<double>(peak)), "—", "",
                   "≤ 64 MiB", peak > 0 ? Met(peak <= 64LL << 20) : "n/a"});
-  ctx.report.Note("concurrency", std::to_string(sessions) + " sessions: " + Describe(m, "ms") + ", " +
-                                     std::to_string(many.seconds) + " s" +
+  std::snprintf(text, sizeof text, "%.1f s", many.seconds);
+  ctx.report.Note("concurrency", std::to_string(sessions) + " sessions: " + Describe(m, "ms") + ", " + text +
                                      (many.errors ? ", last error: " + many.last_error : "") +
                                      "; 1 session: " + Describe(s1, "ms") +
                                      (single.errors ? ", last error: " + single.last_error : ""));

@@ -61,7 +61,8 @@ bool SetUp(BenchContext& ctx, std::string* error) {
   // that second on every command and the comparison would measure the grace, not the
   // software; the bridge does not wait for it. See docs/PERFORMANCE.md.
   if (!ctx.fake.Start(ctx.options.fake,
-                      {"--port", "0", "--api-key", ctx.api_key, "--sse-grace-ms", "0",
+                      {"--port", "0", "--api-key", ctx.api_key, "--sse-grace-ms",
+                       std::to_string(ctx.options.sse_grace_ms),
                        "--execd-ready-after", "0", "--exit-on-stdin-eof"},
                       ctx.LogPath("fake"), error)) {
     return false;

@@ -51,7 +51,15 @@ class TopLevelHandler
   }
 
   bool Null() { return Scalar([](JsonWriter* w) { w->Null(); }); }
-  bool Bool(bool value) { return Scalar([&](JsonWriter* w) { w->Bool(value); }); }
+  bool Bool(bool value) {
+    // A boolean id is no id for the bridge (it answers -32600 with id null): not tracked,
+    // like a composite one.
+    if (depth_ == 1 && key_ == "id") {
+      Member(kComposite);
+      return true;
+    }
+    return Scalar([&](JsonWriter* w) { w->Bool(value); });
+  }
   bool Int(int value) { return Scalar([&](JsonWriter* w) { w->Int(value); }); }
   bool Uint(unsigned value) { return Scalar([&](JsonWriter* w) { w->Uint(value); }); }
   bool Int64(int64_t value) { return Scalar([&](JsonWriter* w) { w->Int64(value); }); }

@@ -1,13 +1,13 @@
 #include "bridge/core/config.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+
+#include "bridge/core/json.h"
 
 namespace abx::core {
 namespace {
@@ -62,7 +62,7 @@ Result<std::string> LifecycleUrl(const std::map<std::string, std::string>& raw) 
 
 Result<std::map<std::string, std::string>> ParseAliases(const std::string& text) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
+  doc.Parse<json::kParseFlags>(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     return InvalidParams("image_aliases", "image_aliases must be a JSON object of alias → image");
   }
@@ -78,7 +78,7 @@ Result<std::map<std::string, std::string>> ParseAliases(const std::string& text)
 
 Result<std::vector<std::string>> ParseEntrypoint(const std::string& text) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
+  doc.Parse<json::kParseFlags>(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsArray() || doc.Empty()) {
     return InvalidParams("entrypoint", "entrypoint must be a non-empty JSON array of strings");
   }
@@ -94,7 +94,7 @@ Result<std::vector<std::string>> ParseEntrypoint(const std::string& text) {
 
 Result<std::string> ParseNetworkPolicy(const std::string& text) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
+  doc.Parse<json::kParseFlags>(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     return InvalidParams("network_policy", "network_policy must be a JSON object");
   }
@@ -108,10 +108,7 @@ Result<std::string> ParseNetworkPolicy(const std::string& text) {
   if (egress != doc.MemberEnd() && !egress->value.IsArray()) {
     return InvalidParams("network_policy", "network_policy.egress must be an array");
   }
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  doc.Accept(writer);
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return json::ToJson(doc);
 }
 
 Status ParsePlatform(const std::string& text, ProviderConfig* config) {

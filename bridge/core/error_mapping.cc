@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 
+#include "bridge/core/json.h"
+
 namespace abx::core {
 namespace {
 
@@ -42,7 +44,7 @@ const Row& RowFor(ErrorCode code) {
 // Returns false when the body is not one of the API's error shapes.
 bool ReadErrorBody(std::string_view body, std::string* text) {
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  doc.Parse<json::kParseFlags>(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return false;
   auto str = [&](const char* key) -> std::string {
     auto it = doc.FindMember(key);

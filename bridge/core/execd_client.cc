@@ -34,7 +34,7 @@ std::string ModeText(const rapidjson::Value& v) {
 
 Result<std::vector<FileInfo>> DecodeFileInfoArray(const std::string& body, const std::string& what) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
   if (doc.HasParseError() || !(doc.IsArray() || doc.IsNull())) return NotItsApi(what);
   std::vector<FileInfo> out;
   if (doc.IsNull()) return out;  // Go encodes an empty slice as null
@@ -65,7 +65,7 @@ Result<FileInfo> DecodeFileInfo(const rapidjson::Value& v) {
 
 Result<CommandStatus> DecodeCommandStatus(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("command status");
   CommandStatus status;
   status.id = json::GetString(doc, "id").value_or("");
@@ -196,7 +196,7 @@ Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* c
   auto answer = http_->Send(call, cancel, "stat " + path);
   if (!answer.ok()) return answer.error();
   rapidjson::Document doc;
-  doc.Parse(answer->body.c_str(), answer->body.size());
+  doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("stat " + path);
   const auto* info = json::GetMember(doc, path.c_str());
   if (!info) {

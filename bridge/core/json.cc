@@ -3,12 +3,53 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <vector>
+
 namespace abx::core::json {
 
 std::string ToJson(const rapidjson::Value& value) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  value.Accept(writer);
+  // An explicit stack of open containers instead of Value::Accept, which recurses once
+  // per level: a host or a server can send values nested millions deep.
+  struct Open {
+    const rapidjson::Value* container;
+    rapidjson::SizeType next;  // index of the next member or element to write
+  };
+  std::vector<Open> open;
+  auto write = [&](const rapidjson::Value& v) {
+    if (v.IsObject()) {
+      writer.StartObject();
+      open.push_back({&v, 0});
+    } else if (v.IsArray()) {
+      writer.StartArray();
+      open.push_back({&v, 0});
+    } else {
+      v.Accept(writer);  // a scalar: no recursion
+    }
+  };
+  write(value);
+  while (!open.empty()) {
+    const rapidjson::Value& container = *open.back().container;
+    const rapidjson::SizeType index = open.back().next++;
+    if (container.IsObject()) {
+      if (index == container.MemberCount()) {
+        writer.EndObject(index);
+        open.pop_back();
+        continue;
+      }
+      const auto& member = *(container.MemberBegin() + index);
+      writer.Key(member.name.GetString(), member.name.GetStringLength());
+      write(member.value);
+    } else {
+      if (index == container.Size()) {
+        writer.EndArray(index);
+        open.pop_back();
+        continue;
+      }
+      write(container[index]);
+    }
+  }
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
@@ -53,7 +94,10 @@ std::optional<int64_t> GetInt(const rapidjson::Value& object, const char* key) {
   const rapidjson::Value* v = GetMember(object, key);
   if (!v) return std::nullopt;
   if (v->IsInt64()) return v->GetInt64();
-  if (v->IsDouble() && v->GetDouble() == static_cast<double>(static_cast<int64_t>(v->GetDouble()))) {
+  // The range first: casting a double outside int64's range (1e300) is undefined.
+  if (v->IsDouble() && v->GetDouble() >= -9223372036854775808.0 &&
+      v->GetDouble() < 9223372036854775808.0 &&
+      v->GetDouble() == static_cast<double>(static_cast<int64_t>(v->GetDouble()))) {
     return static_cast<int64_t>(v->GetDouble());
   }
   return std::nullopt;

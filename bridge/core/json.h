@@ -12,7 +12,11 @@
 
 namespace abx::core::json {
 
-// Compact JSON text of a value.
+// Flags for JSON that comes from outside (servers, execd, configuration): iterative, so
+// the depth of the text never becomes the depth of the stack.
+inline constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag;
+
+// Compact JSON text of a value, however deeply nested (written without recursion).
 std::string ToJson(const rapidjson::Value& value);
 // A JSON string literal (quotes included) of UTF-8 text.
 std::string Quote(std::string_view text);

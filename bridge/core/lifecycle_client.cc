@@ -63,7 +63,7 @@ bool DecodeSandboxValue(const rapidjson::Value& v, SandboxRecord* out) {
 
 Result<SandboxRecord> DecodeSandbox(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
   SandboxRecord record;
   if (doc.HasParseError() || !DecodeSandboxValue(doc, &record)) return NotItsApi("sandbox");
   return record;
@@ -71,7 +71,7 @@ Result<SandboxRecord> DecodeSandbox(const std::string& body) {
 
 Result<SandboxPage> DecodeSandboxPage(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("list sandboxes");
   const auto* items = json::GetMember(doc, "items");
   if (!items || !items->IsArray()) return NotItsApi("list sandboxes");
@@ -90,7 +90,7 @@ Result<SandboxPage> DecodeSandboxPage(const std::string& body) {
 
 Result<Endpoint> DecodeEndpoint(const std::string& body) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("get endpoint");
   auto endpoint = json::GetString(doc, "endpoint");
   if (!endpoint || endpoint->empty()) return NotItsApi("get endpoint");
@@ -188,7 +188,7 @@ Result<std::string> LifecycleClient::Renew(const std::string& id, const std::str
   auto answer = http_->Send(call, cancel, "set sandbox timeout");
   if (!answer.ok()) return answer.error();
   rapidjson::Document doc;
-  doc.Parse(answer->body.c_str(), answer->body.size());
+  doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
   if (doc.HasParseError() || !doc.IsObject() || !json::GetString(doc, "expiresAt")) {
     return NotItsApi("set sandbox timeout");
   }

@@ -140,7 +140,14 @@ Status Sandboxes::WaitUntilUsable(const std::string& id, std::string state, int6
     auto execd = upstream_->Execd(id, *config_, cancel);
     if (execd.ok()) {
       const int64_t left = std::max<int64_t>(1, deadline_ms - NowMillis());
-      if (execd->Ping(cancel, std::min<int64_t>(left, 2000)).ok()) return OkStatus();
+      Status ping = execd->Ping(cancel, std::min<int64_t>(left, 2000));
+      if (ping.ok()) return OkStatus();
+      // An execd that refuses the access token answers, and will refuse it until the
+      // deadline: report that now, not "execd did not answer" after ready_timeout.
+      if (ping.error().code == ErrorCode::kAuth) {
+        Error refused = ping.error();
+        return refused.Within("sandbox " + id);
+      }
     } else if (execd.error().code == ErrorCode::kNotFound ||
                execd.error().code == ErrorCode::kAuth) {
       return execd.error();

@@ -1,8 +1,10 @@
 #include "bridge/epp/jsonrpc.h"
 
-#include <cctype>
+#include <cmath>
 
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -41,7 +43,10 @@ core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json
   Envelope env;
   auto id = doc->FindMember("id");
   if (id != doc->MemberEnd()) {
-    if (!(id->value.IsString() || id->value.IsNumber() || id->value.IsNull())) {
+    // RapidJSON reads some too-large numbers (12.2e308) as infinity, which no JSON can
+    // carry back in the answer: such an id is as unusable as an object.
+    const bool finite = !id->value.IsDouble() || std::isfinite(id->value.GetDouble());
+    if (!(id->value.IsString() || id->value.IsNumber() || id->value.IsNull()) || !finite) {
       return core::MakeError(core::ErrorCode::kInvalidRequest,
                              "invalid request: id must be a string, a number or null");
     }
@@ -73,61 +78,72 @@ core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json
   return env;
 }
 
-std::string RecoverId(std::string_view prefix) {
-  // Only a top-level "id" that appears before any nested object or array is trusted.
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    const char c = prefix[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '{' || c == '[') {
-      if (++depth > 1) return "null";
-      continue;
-    }
-    if (c != '"' || depth != 1) {
-      if (c == '"') in_string = true;
-      continue;
-    }
-    if (prefix.compare(i, 4, "\"id\"") != 0) {
-      in_string = true;
-      continue;
-    }
-    size_t j = i + 4;
-    while (j < prefix.size() && (prefix[j] == ' ' || prefix[j] == '\t')) ++j;
-    if (j >= prefix.size()) return "null";
-    if (prefix[j] != ':') {  // the string "id" was a value, not the key
-      i += 3;
-      continue;
-    }
-    ++j;
-    while (j < prefix.size() && (prefix[j] == ' ' || prefix[j] == '\t')) ++j;
-    size_t k = j;
-    if (k < prefix.size() && prefix[k] == '"') {
-      for (++k; k < prefix.size() && prefix[k] != '"'; ++k) {
-        if (prefix[k] == '\\') ++k;
-      }
-      if (k >= prefix.size()) return "null";
-      ++k;
-    } else {
-      while (k < prefix.size() && (std::isdigit(static_cast<unsigned char>(prefix[k])) ||
-                                   prefix[k] == '-' || prefix[k] == '.' || prefix[k] == 'e' ||
-                                   prefix[k] == 'E' || prefix[k] == '+')) {
-        ++k;
-      }
-    }
-    rapidjson::Document id;
-    id.Parse(prefix.data() + j, k - j);
-    if (id.HasParseError() || !(id.IsString() || id.IsNumber())) return "null";
-    return ToJson(id);
+namespace {
+
+// Reads the id of a cut line with the parser itself, by the shim's rules
+// (epp-shim/line_meta.cc ParseLinePrefixMeta), so the E8008 answer carries exactly the id
+// the shim waits for: the first top-level "id" that comes before any nested value, a
+// string, a number or null, not ending at the cut (a number there may have lost
+// digits), in valid UTF-8. Stops at the first member that settles it.
+class PrefixIdHandler
+    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, PrefixIdHandler> {
+ public:
+  PrefixIdHandler(const rapidjson::MemoryStream* stream, size_t size)
+      : stream_(stream), size_(size) {}
+
+  const std::string& id_json() const { return id_json_; }
+
+  bool Null() { return Scalar([](Writer* w) { w->Null(); }); }
+  bool Bool(bool) { return depth_ == 1 && key_ == "id" ? false : depth_ != 0; }
+  bool Int(int v) { return Scalar([&](Writer* w) { w->Int(v); }); }
+  bool Uint(unsigned v) { return Scalar([&](Writer* w) { w->Uint(v); }); }
+  bool Int64(int64_t v) { return Scalar([&](Writer* w) { w->Int64(v); }); }
+  bool Uint64(uint64_t v) { return Scalar([&](Writer* w) { w->Uint64(v); }); }
+  bool Double(double v) { return Scalar([&](Writer* w) { w->Double(v); }); }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    return Scalar([&](Writer* w) { w->String(text, length); });
   }
-  return "null";
+  bool Key(const char* text, rapidjson::SizeType length, bool) {
+    key_.assign(text, length);
+    return true;
+  }
+  // The root object opens; anything nested in it ends the search.
+  bool StartObject() { return depth_++ == 0; }
+  bool StartArray() { return false; }
+  bool EndObject(rapidjson::SizeType) { return false; }
+
+ private:
+  using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+  template <typename WriteValue>
+  bool Scalar(WriteValue write_value) {
+    if (depth_ != 1) return false;  // a scalar root: no id
+    if (key_ != "id") return true;
+    if (stream_->Tell() < size_) {
+      rapidjson::StringBuffer buffer;
+      Writer writer(buffer);
+      write_value(&writer);
+      // Empty when the writer refused the value (a too-large number read as infinity).
+      if (buffer.GetSize() > 0) id_json_.assign(buffer.GetString(), buffer.GetSize());
+    }
+    return false;
+  }
+
+  const rapidjson::MemoryStream* stream_;
+  const size_t size_;
+  int depth_ = 0;
+  std::string key_;
+  std::string id_json_ = "null";
+};
+
+}  // namespace
+
+std::string RecoverId(std::string_view prefix) {
+  rapidjson::MemoryStream stream(prefix.data(), prefix.size());
+  PrefixIdHandler handler(&stream, prefix.size());
+  rapidjson::Reader reader;
+  reader.Parse<kParseFlags>(stream, handler);
+  return handler.id_json();
 }
 
 std::string ResponseLine(const std::string& id_json, std::string_view result_json) {

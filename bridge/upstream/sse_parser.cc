@@ -47,7 +47,9 @@ class SseParser::JsonHandler
   const char* Parse(const char* data, size_t size) {
     Reset();
     rapidjson::MemoryStream stream(data, size);
-    rapidjson::ParseResult result = reader_.Parse<rapidjson::kParseDefaultFlags>(stream, *this);
+    // Iterative: a line of 64 MiB of '[' from whatever answers as execd must not
+    // exhaust the stack of the bridge, which serves every session.
+    rapidjson::ParseResult result = reader_.Parse<rapidjson::kParseIterativeFlag>(stream, *this);
     if (result.IsError()) {
       if (failure_ != nullptr) return failure_;
       if (result.Code() == rapidjson::kParseErrorDocumentRootNotSingular) {

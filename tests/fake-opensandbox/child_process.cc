@@ -4,10 +4,14 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -25,6 +29,44 @@ const char* ShellPath() {
     return "/bin/sh";  // execd falls back to sh when there is no bash
   }();
   return path;
+}
+
+// Host directories a chrooted command needs; bound read-only except /dev and /proc.
+constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                       "/usr", "/etc", "/opt", "/dev", "/proc", "/sys"};
+
+// In the child, before exec: a private mount namespace in which `root` gets the host's
+// system directories (symlinks such as merged-/usr's /bin -> usr/bin are copied as
+// links), then chroot. False, with nothing half-done visible to anyone else, when the
+// kernel or our privileges refuse: the caller then runs the command unconfined.
+bool EnterSandboxRoot(const std::string& root, const std::string& cwd) {
+  if (root.empty() || geteuid() != 0) return false;
+  if (unshare(CLONE_NEWNS) != 0) return false;
+  if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  for (const char* dir : kSystemDirs) {
+    struct stat st;
+    if (lstat(dir, &st) != 0) continue;
+    const std::string target = root + dir;
+    if (S_ISLNK(st.st_mode)) {
+      char link[PATH_MAX];
+      const ssize_t n = readlink(dir, link, sizeof link - 1);
+      if (n <= 0) return false;
+      link[n] = '\0';
+      struct stat existing;
+      if (lstat(target.c_str(), &existing) != 0 && symlink(link, target.c_str()) != 0) return false;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) continue;
+    if (mkdir(target.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (mount(dir, target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
+    const bool writable = std::strcmp(dir, "/dev") == 0 || std::strcmp(dir, "/proc") == 0;
+    if (!writable &&
+        mount(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_REC, nullptr) != 0) {
+      return false;
+    }
+  }
+  if (chroot(root.c_str()) != 0) return false;
+  return chdir(cwd.empty() ? "/" : cwd.c_str()) == 0;
 }
 
 std::string LowerFirst(std::string text) {
@@ -96,7 +138,10 @@ int OpenPidfd(pid_t pid) {
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0) fail(1);
   if (dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) fail(1);
-  if (chdir(options.host_cwd.c_str()) != 0) fail(2);
+  if (!EnterSandboxRoot(options.chroot_dir, options.chroot_cwd) &&
+      chdir(options.host_cwd.c_str()) != 0) {
+    fail(2);
+  }
   if (options.uid) {
     if (setgroups(groups.size(), groups.data()) != 0) fail(3);
     if (setgid(*gid) != 0) fail(3);

@@ -22,6 +22,11 @@ namespace fake_opensandbox {
 struct SpawnOptions {
   std::string command;
   std::string host_cwd;               // already mapped into the sandbox root
+  // When set (and we run as root), the command runs chrooted into this host directory,
+  // in a mount namespace of its own with the host's system directories bound in
+  // read-only, so the paths it sees are the sandbox's — the same the files API maps.
+  std::string chroot_dir;
+  std::string chroot_cwd;             // the working directory as the sandbox sees it
   std::vector<std::string> env;       // "KEY=VALUE" entries, complete
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;        // only together with uid

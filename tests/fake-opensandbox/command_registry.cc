@@ -234,6 +234,8 @@ std::shared_ptr<Command> CommandRegistry::Start(const CommandSpec& spec) {
   SpawnOptions options;
   options.command = spec.command;
   options.host_cwd = spec.host_cwd;
+  options.chroot_dir = spec.sandbox_root;
+  options.chroot_cwd = spec.sandbox_cwd;
   options.env = MergedEnvironment(spec.envs);
   options.uid = spec.uid;
   options.gid = spec.gid;

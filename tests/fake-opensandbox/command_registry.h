@@ -29,6 +29,8 @@ namespace fake_opensandbox {
 struct CommandSpec {
   std::string command;
   std::string host_cwd;
+  std::string sandbox_root;  // host directory of the sandbox (see SpawnOptions::chroot_dir)
+  std::string sandbox_cwd;   // the working directory as the sandbox sees it
   std::vector<std::pair<std::string, std::string>> envs;
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;

@@ -122,11 +122,28 @@ TEST_F(ExecdTest, RequestValidationIsPlainJson400) {
   EXPECT_NE(bad_cwd->body.find("working directory does not exist"), std::string::npos);
 }
 
+// Run as root, commands are chrooted into the sandbox root and see its paths, the same
+// ones the files API maps; otherwise they run unconfined in the mapped host directory.
 TEST_F(ExecdTest, CwdAndEnvs) {
   ASSERT_EQ(mkdir((root_ + "/work").c_str(), 0755), 0);
+  const bool confined = geteuid() == 0;
   auto res = Run(R"({"command":"pwd; echo $GREETING","cwd":"/work","envs":{"GREETING":"hi"}})");
-  EXPECT_EQ(OutputTexts(ParseEvents(res->body), "stdout"), (Texts{root_ + "/work", "hi"}));
-  EXPECT_EQ(OutputTexts(RunEvents("pwd"), "stdout"), (Texts{root_}));
+  EXPECT_EQ(OutputTexts(ParseEvents(res->body), "stdout"),
+            (Texts{confined ? "/work" : root_ + "/work", "hi"}));
+  EXPECT_EQ(OutputTexts(RunEvents("pwd"), "stdout"), (Texts{confined ? "/" : root_}));
+}
+
+TEST_F(ExecdTest, CommandsSeeTheFilesApisPaths) {
+  if (geteuid() != 0) GTEST_SKIP() << "the chroot needs root";
+  ASSERT_EQ(mkdir((root_ + "/tmp").c_str(), 0755) == 0 || errno == EEXIST, true);
+  auto res = Run(R"({"command":"echo inside > /tmp/made-by-command; cat /etc/hostname >/dev/null && echo ok"})");
+  EXPECT_EQ(OutputTexts(ParseEvents(res->body), "stdout"), (Texts{"ok"}));
+  struct stat st;
+  EXPECT_EQ(stat((root_ + "/tmp/made-by-command").c_str(), &st), 0)
+      << "a command's /tmp is the sandbox's /tmp";
+  // System directories are read-only inside.
+  auto write = Run(R"({"command":"touch /etc/abx-should-fail 2>/dev/null && echo wrote || echo refused"})");
+  EXPECT_EQ(OutputTexts(ParseEvents(write->body), "stdout"), (Texts{"refused"}));
 }
 
 // Whether this process may switch to another uid (not as non-root, nor inside some
@@ -383,7 +400,8 @@ TEST_F(ExecdTest, ServerProxyRelaysEventsAsTheyHappenAndBytesIntact) {
   EXPECT_EQ(OutputTexts(ParseEvents(body), "stdout"), (Texts{"first", "second"}));
 
   std::string blob;
-  for (int i = 0; i < (3 << 20); ++i) blob += static_cast<char>((i * 7919) >> 3);
+  blob.reserve(3 << 20);
+  for (uint32_t i = 0; i < (3u << 20); ++i) blob += static_cast<char>((i * 7919u) >> 3);
   { std::ofstream(root_ + "/tmp/blob.bin", std::ios::binary) << blob; }
   auto download = proxied.client->Get(proxied.Path("/files/download?path=/tmp/blob.bin").c_str());
   ASSERT_EQ(download->status, 200);

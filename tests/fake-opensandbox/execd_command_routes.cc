@@ -111,8 +111,10 @@ bool ParseRunCommand(const httplib::Request& req, ExecdContext* context, Command
     *error = "invalid request, validation error timeout must be greater than or equal to 0";
     return false;
   }
+  spec->sandbox_root = context->paths.host_root();
   if (cwd.empty()) {
     spec->host_cwd = context->paths.host_root();
+    spec->sandbox_cwd = "/";
   } else {
     SandboxPaths::Mapped mapped;
     std::string map_error;
@@ -126,8 +128,10 @@ bool ParseRunCommand(const httplib::Request& req, ExecdContext* context, Command
       return false;
     }
     spec->host_cwd = mapped.host;
+    spec->sandbox_cwd = mapped.sandbox;
   }
-  // Commands see where their sandbox lives (there is no chroot), e.g. to build paths.
+  // Where the sandbox lives on the host, for commands that run without the chroot
+  // (when the fake is not root).
   spec->envs.emplace(spec->envs.begin(), "OPENSANDBOX_FAKE_SANDBOX_ROOT",
                      context->paths.host_root());
   return true;

@@ -1,4 +1,5 @@
 #include "tests/fake-opensandbox/fake_server.h"
+#include "tests/fake-opensandbox/http_forwarder.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,6 +139,21 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
   return fake;
 }
 
+namespace {
+
+// httplib parses a multipart body into req.files and leaves req.body empty, which would
+// make the proxy forward an empty upload. Before the body is read, the proxied request's
+// Content-Type is moved aside, so the body arrives raw; the forwarder puts it back.
+void HideContentTypeFromBodyParsing(httplib::Request& req) {
+  auto it = req.headers.find("Content-Type");
+  if (it == req.headers.end()) return;
+  std::string value = it->second;
+  req.headers.erase(it);
+  req.headers.emplace(kProxiedContentTypeHeader, value);
+}
+
+}  // namespace
+
 void FakeServer::InstallMiddleware() {
   server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
@@ -152,6 +168,7 @@ void FakeServer::InstallMiddleware() {
       std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
     }
     bool is_proxy = std::regex_search(path, ProxyPathPattern());
+    if (is_proxy) HideContentTypeFromBodyParsing(const_cast<httplib::Request&>(req));
     if (faults.silent && !is_proxy) {
       // Accept, read the request, never answer (until the fault is switched off).
       while (faults_->Get().silent && !stopping_) {

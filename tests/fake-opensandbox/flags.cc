@@ -43,7 +43,10 @@ std::string HelpText() {
   return R"(fake-opensandbox: a test double and dev server for the OpenSandbox lifecycle API
 and execd. It has NO isolation: every "sandbox" is a directory on this host, and
 commands run as real processes on this host, as this user (or as the uid a request
-names). Only ever run it on a machine and as a user you are willing to expose.
+names). Run as root, a command is chrooted into its sandbox's directory (a mount
+namespace with the host's system directories bound read-only), only so that it sees
+the paths the files API maps; that is not a security boundary. Only ever run it on a
+machine and as a user you are willing to expose.
 
 It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
 

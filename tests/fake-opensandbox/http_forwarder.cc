@@ -74,7 +74,9 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
     }
     bool dropped = false;
     for (const auto& drop : target.dropped_headers) dropped = dropped || SameName(name, drop);
-    if (!dropped) upstream.headers.emplace(name, value);
+    if (dropped) continue;
+    upstream.headers.emplace(SameName(name, kProxiedContentTypeHeader) ? "Content-Type" : name,
+                             value);
   }
   for (const auto& [name, value] : target.added_headers) {
     if (!req.has_header(name.c_str())) upstream.headers.emplace(name, value);

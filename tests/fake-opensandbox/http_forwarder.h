@@ -15,6 +15,10 @@
 
 namespace fake_opensandbox {
 
+// Where a proxied request's Content-Type waits while httplib reads the body raw (see
+// HideContentTypeFromBodyParsing in fake_server.cc); forwarded as Content-Type again.
+inline constexpr char kProxiedContentTypeHeader[] = "X-Fake-Proxied-Content-Type";
+
 struct ForwardTarget {
   int port = 0;
   std::string path_and_query;                      // raw, begins with '/'

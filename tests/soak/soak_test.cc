@@ -88,7 +88,9 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
   std::vector<std::unique_ptr<SoakClient>> clients;
   for (int i = 0; i < sessions; ++i) {
     std::string error;
-    auto client = SoakClient::Start(e2e::ShimBinary(), ShimEnv(),
+    std::map<std::string, std::optional<std::string>> extra_env;
+    if (const char* arenas = std::getenv("SOAK_EXPERIMENT_ARENAS")) extra_env["MALLOC_ARENA_MAX"] = arenas;
+    auto client = SoakClient::Start(e2e::ShimBinary(), ShimEnv(extra_env),
                                     logs_dir() + "/soak-shim-" + std::to_string(i) + ".stderr",
                                     &error);
     ASSERT_NE(client, nullptr) << "shim " << i << ": " << error;

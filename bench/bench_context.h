@@ -17,14 +17,18 @@ struct BenchOptions {
   std::string shim, bridge, fake, node, sdk_dir;
   int cold_runs = 20;          // cold start samples, each side
   int cli_runs = 200;          // "one CLI command" processes, each side
-  double sdk_budget_s = 45;    // ...but the SDK side stops once it spent this long
+  double sdk_budget_s = 40;    // ...but the SDK side stops once it spent this long
   int sdk_min_runs = 30;       // ...and has at least this many samples
-  int warm_runs = 200;         // warm exec samples, each side
+  int warm_runs = 150;         // warm exec samples, each side
   long long stream_bytes = 256LL << 20;
   long long file_bytes = 64LL << 20;
   long long chunk_bytes = 4LL << 20;
   int sessions = 64;           // concurrency: shim sessions
   int ops_per_session = 50;
+  // Once this long has passed since the common start, sessions start no further
+  // operation: every command costs the fake ~50 ms of CPU under concurrency, so on a busy
+  // 2-core machine 3,200 of them could take many minutes. The row says how many ran.
+  double concurrency_budget_s = 120;
   int direct_ops_per_client = 3;  // concurrency: the fake's own capacity, direct clients
   int sse_grace_ms = 0;        // the fake's pause after a stream's last event (execd: ~1000)
 };

@@ -1,7 +1,5 @@
 #include "bridge/daemon.h"
 
-#include <malloc.h>
-
 #include <csignal>
 #include <memory>
 #include <thread>
@@ -47,10 +45,6 @@ void WatchSignals(DaemonState* state) {
 }  // namespace
 
 int Serve(const ServeOptions& options) {
-  // Every request runs on a thread of its own; glibc would give busy threads arenas of
-  // their own (up to 8 per core) and keep their freed memory, so the resident size
-  // would creep up under load. Two arenas bound that at a small cost in contention.
-  mallopt(M_ARENA_MAX, 2);
   // Block the drain signals in every thread; WatchSignals takes them synchronously.
   sigset_t set;
   sigemptyset(&set);

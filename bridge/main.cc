@@ -7,6 +7,8 @@
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +87,14 @@ int Stop(const std::string& socket) {
   return 0;
 }
 
+// Large transient buffers (curl's 256 KiB receive buffers, stream blocks, file bodies)
+// get pages of their own, returned to the system when freed. Left alone, glibc raises its
+// mmap threshold once the first such buffer is freed and serves the next ones from its
+// per-thread arenas, which this thread-per-request daemon then fragments: under 64 busy
+// sessions the RSS crept from ~40 to ~95 MiB while the live heap stayed near 32 MiB
+// (tests/soak). Setting the threshold explicitly also turns that adjustment off.
+void KeepLargeBuffersOutOfTheHeap() { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,7 +128,10 @@ int main(int argc, char** argv) {
       return Usage(stderr);
     }
   }
-  if (command == "serve") return abx::bridge::Serve(options);
+  if (command == "serve") {
+    KeepLargeBuffersOutOfTheHeap();
+    return abx::bridge::Serve(options);
+  }
   if (command == "status") return Status(options.socket_path);
   if (command == "stop") return Stop(options.socket_path);
   return Usage(stderr);

@@ -22,8 +22,10 @@ namespace {
 using abx::core::ErrorCode;
 using abx::fuzz::Printable;
 
-constexpr unsigned kStrict =
-    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+// As a correct host parser reads JSON: whole text, UTF-8 checked, numbers exactly.
+constexpr unsigned kStrict = rapidjson::kParseIterativeFlag |
+                             rapidjson::kParseValidateEncodingFlag |
+                             rapidjson::kParseFullPrecisionFlag;
 
 // True when `text` is one JSON value (whole text, UTF-8 checked), parsed into `doc`.
 bool ParseStrict(std::string_view text, rapidjson::Document* doc) {

@@ -14,9 +14,13 @@
 namespace abx::epp {
 namespace {
 
-// Iterative parsing: a line of 8 MiB of '[' must not exhaust the stack.
-constexpr unsigned kParseFlags =
-    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+// Iterative parsing: a line of 8 MiB of '[' must not exhaust the stack. Full precision:
+// a number id is read as the host's own parser reads it, so the id written back is the
+// one it sent (the default, faster reading can be off in the last bits). The shim reads
+// lines with the same flags (epp-shim/line_meta.cc).
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag |
+                                 rapidjson::kParseValidateEncodingFlag |
+                                 rapidjson::kParseFullPrecisionFlag;
 
 }  // namespace
 

@@ -8,21 +8,25 @@
 //   - no sandbox is left on the server once the sessions have killed theirs;
 //   - the bridge's memory stayed flat: the median RSS of the last third of the run is
 //     at most max(+20%, +8 MiB) over the median of the first third.
-// The memory bound: what the bridge holds at any moment grows with the work in flight
-// (64 sessions, each with up to ~0.5 MB of command output or a 0.7 MB base64 file on its
-// way), not with time, so between two thirds of the same load the medians should agree
-// to within that in-flight volume; allocator arenas settle in the first seconds. 8 MiB
-// is about a quarter of 64 × 0.5 MB; 20% covers a bridge whose baseline is larger. A
-// leak of 1 KiB per request over the ~10^4 requests of a run would exceed it.
+// Every session runs at once, with a host's think time between calls; at most
+// kCommandSlots commands run at once across them (see CommandSlots in workload.h).
+// The memory bound: what the bridge holds beyond its baseline (~25 MiB of libraries,
+// gRPC and curl state) is the work in flight: at most kCommandSlots commands' output
+// (each ≤ ~0.3 MB) and one file body per session (≤ ~0.7 MB as base64), so it depends on
+// how many large calls happen to be in flight, not on time. Medians of thirds smooth
+// that; what is left is noise of a few MiB (measured: flat within ~2 MiB). 8 MiB is a
+// dozen large bodies in flight at once; 20% covers a larger baseline elsewhere. Growth
+// with the work done, a leak, exceeds it: 8 MiB over the ~1000 requests between the two
+// thirds is ~8 KiB per request, or one leaked copy of every large output.
 // ABX_SOAK_SESSIONS (default 64) shrinks the run for a quick local try.
 
 #include <algorithm>
 #include <condition_variable>
-#include <functional>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +42,9 @@ namespace abx::soak {
 namespace {
 
 using e2e::TestEnv;
+
+// Commands running at once across all sessions (see CommandSlots).
+constexpr int kCommandSlots = 8;
 
 int EnvInt(const char* name, int fallback, int low, int high) {
   const char* text = std::getenv(name);
@@ -88,9 +95,7 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
   std::vector<std::unique_ptr<SoakClient>> clients;
   for (int i = 0; i < sessions; ++i) {
     std::string error;
-    std::map<std::string, std::optional<std::string>> extra_env;
-    if (const char* arenas = std::getenv("SOAK_EXPERIMENT_ARENAS")) extra_env["MALLOC_ARENA_MAX"] = arenas;
-    auto client = SoakClient::Start(e2e::ShimBinary(), ShimEnv(extra_env),
+    auto client = SoakClient::Start(e2e::ShimBinary(), ShimEnv(),
                                     logs_dir() + "/soak-shim-" + std::to_string(i) + ".stderr",
                                     &error);
     ASSERT_NE(client, nullptr) << "shim " << i << ": " << error;
@@ -105,9 +110,11 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
   ASSERT_TRUE(bridge.has_value()) << "no bridge pid in " << lock_path();
 
   // 2. Each session creates its sandbox; then all start the mix at once.
+  CommandSlots slots(kCommandSlots);
   std::vector<std::unique_ptr<SessionWorkload>> workloads;
   for (int i = 0; i < sessions; ++i) {
-    workloads.push_back(std::make_unique<SessionWorkload>(clients[i].get(), i, extra_creates));
+    workloads.push_back(
+        std::make_unique<SessionWorkload>(clients[i].get(), &slots, i, extra_creates));
   }
   Clock::time_point start, end;
   std::unique_ptr<RssSampler> sampler;

@@ -1,5 +1,7 @@
 #include "tests/soak/workload.h"
 
+#include <thread>
+
 #include "tests/e2e/json_util.h"
 
 namespace abx::soak {
@@ -13,6 +15,7 @@ using e2e::JsonObject;
 // Generous: a loaded 2-core machine runs 64 sessions at once.
 constexpr Millis kCallTimeout{90000};
 constexpr size_t kKeptFailures = 8;
+constexpr uint64_t kMaxThinkMs = 1000;
 
 std::string Base64(const std::string& bytes) {
   static const char kAlphabet[] =
@@ -51,8 +54,9 @@ std::string Describe(const std::shared_ptr<const rapidjson::Document>& doc) {
 
 }  // namespace
 
-SessionWorkload::SessionWorkload(SoakClient* client, int index, int extra_creates)
-    : client_(client), index_(index), extra_creates_(extra_creates),
+SessionWorkload::SessionWorkload(SoakClient* client, CommandSlots* slots, int index,
+                                 int extra_creates)
+    : client_(client), slots_(slots), index_(index), extra_creates_(extra_creates),
       rng_(0x50a6ULL * 1000003ULL + static_cast<uint64_t>(index)) {}
 
 void SessionWorkload::Fail(const std::string& message) {
@@ -118,10 +122,10 @@ void SessionWorkload::Cleanup() {
 SessionWorkload::Command SessionWorkload::NextCommand() {
   Command c;
   const int roll = static_cast<int>(rng_() % 100);
-  // Most commands are small; some write thousands of lines; a few ~0.5 MB.
-  int lines = roll < 70 ? 1 + static_cast<int>(rng_() % 200)
-              : roll < 95 ? 1000 + static_cast<int>(rng_() % 4000)
-                          : 20000 + static_cast<int>(rng_() % 20000);
+  // Most commands are small; some write a thousand lines or two; a few ~0.25 MB.
+  int lines = roll < 80 ? 1 + static_cast<int>(rng_() % 100)
+              : roll < 98 ? 500 + static_cast<int>(rng_() % 1500)
+                          : 10000 + static_cast<int>(rng_() % 10000);
   int error_lines = static_cast<int>(rng_() % 50);
   c.exit_code = static_cast<int>(rng_() % 4);
   const std::string tag = "s" + std::to_string(index_) + "o" + std::to_string(++op_counter_) + "-";
@@ -237,8 +241,10 @@ void SessionWorkload::CreateAndKillExtra() {
   const std::string extra =
       CreateSandbox(JsonObject().Str("soak-extra", "s" + std::to_string(index_)).str());
   if (extra.empty()) return;
+  slots_->Acquire();
   auto ran = Ok("exec.run", "exec.run",
                 JsonObject().Str("sandbox_id", extra).Str("command", "echo extra").str());
+  slots_->Release();
   if (ran && GetString(*ran, "result.stdout") != "extra\n") Fail("exec.run in the extra sandbox: " + Describe(ran));
   Kill(extra);
   auto gone = client_->Call("sandbox.get", JsonObject().Str("sandbox_id", extra).str(), kCallTimeout);
@@ -259,11 +265,14 @@ void SessionWorkload::Run(Clock::time_point start, Clock::time_point end) {
       CreateAndKillExtra();
       continue;
     }
+    // A host's think time between calls.
+    std::this_thread::sleep_for(Millis(static_cast<int64_t>(rng_() % kMaxThinkMs)));
+    if (Clock::now() >= end) break;
     const int roll = static_cast<int>(rng_() % 100);
-    if (roll < 30) {
-      ExecStream();
-    } else if (roll < 55) {
-      ExecRun();
+    if (roll < 55) {
+      slots_->Acquire();
+      roll < 30 ? ExecStream() : ExecRun();
+      slots_->Release();
     } else if (roll < 85) {
       FileRoundTrip();
     } else {

@@ -8,10 +8,13 @@
 //   files.write then files.read of random content (text or binary as base64);
 //   sandbox.get and sandbox.list (filtered by this session's metadata);
 // plus a few sandbox.create / exec.run / sandbox.kill of an extra sandbox, spread over
-// the run. Every answer is checked against what it must be.
+// the run, and a host's think time (0-1 s) between calls. Every answer is checked
+// against what it must be.
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +22,31 @@
 #include "tests/soak/soak_client.h"
 
 namespace abx::soak {
+
+// Caps how many commands run at once across all sessions. The fake runs every command as
+// a real process on this host (fork, a mount namespace, bash); 64 of them at once on a
+// loaded 2-core machine only measure how slowly it spawns, and push the first byte of a
+// stream past the bridge's 20 s idle limit. Sessions wait for a slot; everything else
+// (files, lifecycle) runs unthrottled.
+class CommandSlots {
+ public:
+  explicit CommandSlots(int slots) : free_(slots) {}
+  void Acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++free_;
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int free_;
+};
 
 struct SessionReport {
   int64_t ops = 0;             // requests answered and checked
@@ -33,7 +61,7 @@ struct SessionReport {
 class SessionWorkload {
  public:
   // `extra_creates`: how many create/kill cycles of a second sandbox the run holds.
-  SessionWorkload(SoakClient* client, int index, int extra_creates);
+  SessionWorkload(SoakClient* client, CommandSlots* slots, int index, int extra_creates);
 
   // Creates the session's own sandbox; false (with a failure recorded) when it cannot.
   bool Prepare();
@@ -68,6 +96,7 @@ class SessionWorkload {
   void Record(const std::string& op, Clock::time_point since);
 
   SoakClient* client_;
+  CommandSlots* slots_;
   const int index_;
   const int extra_creates_;
   int extras_done_ = 0;

@@ -149,11 +149,11 @@ LineMeta Parse(const std::string& text, bool prefix) {
   rapidjson::MemoryStream stream(text.data(), text.size());
   TopLevelHandler handler(&stream, text.size(), prefix);
   rapidjson::Reader reader;
-  // The bridge's flags, so both sides agree on which lines are JSON at all and write
-  // number ids alike (full precision); iterative, so 8 MiB of '[' cannot exhaust the stack.
+  // The bridge's flags, so both sides agree on which lines are JSON at all; iterative,
+  // so 8 MiB of '[' cannot exhaust the stack.
   rapidjson::ParseResult ok =
-      reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
-                   rapidjson::kParseFullPrecisionFlag>(stream, handler);
+      reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(
+          stream, handler);
   // A NUL byte ends a MemoryStream early; refuse lines that have one (not JSON anyway).
   if (!prefix && (!ok || stream.Tell() != text.size())) return LineMeta();
   return handler.Result();

@@ -22,10 +22,11 @@ namespace {
 using abx::core::ErrorCode;
 using abx::fuzz::Printable;
 
-// As a correct host parser reads JSON: whole text, UTF-8 checked, numbers exactly.
-constexpr unsigned kStrict = rapidjson::kParseIterativeFlag |
-                             rapidjson::kParseValidateEncodingFlag |
-                             rapidjson::kParseFullPrecisionFlag;
+// Whole text, UTF-8 checked. (Numbers as the bridge reads them: RapidJSON's default
+// reading is inexact in the last bits, its full-precision one is worse, see
+// docs/RELIABILITY.md; so ids are compared as text.)
+constexpr unsigned kStrict =
+    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 // True when `text` is one JSON value (whole text, UTF-8 checked), parsed into `doc`.
 bool ParseStrict(std::string_view text, rapidjson::Document* doc) {
@@ -52,7 +53,8 @@ void CheckErrorLine(const std::string& id_json, const abx::core::Error& error) {
              Printable(line).c_str());
   FUZZ_CHECK(doc.IsObject() && doc.HasMember("jsonrpc") && doc["jsonrpc"] == "2.0",
              "ErrorLine without jsonrpc 2.0: [%s]", Printable(line).c_str());
-  FUZZ_CHECK(doc.HasMember("id") && abx::epp::ToJson(doc["id"]) == id_json,
+  const std::string head = "{\"jsonrpc\":\"2.0\",\"id\":" + id_json + ",";
+  FUZZ_CHECK(doc.HasMember("id") && line.compare(0, head.size(), head) == 0,
              "ErrorLine id differs from [%s]: [%s]", Printable(id_json).c_str(),
              Printable(line).c_str());
   FUZZ_CHECK(doc.HasMember("error") && doc["error"].IsObject() &&

@@ -14,13 +14,11 @@
 namespace abx::epp {
 namespace {
 
-// Iterative parsing: a line of 8 MiB of '[' must not exhaust the stack. Full precision:
-// a number id is read as the host's own parser reads it, so the id written back is the
-// one it sent (the default, faster reading can be off in the last bits). The shim reads
-// lines with the same flags (epp-shim/line_meta.cc).
-constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag |
-                                 rapidjson::kParseValidateEncodingFlag |
-                                 rapidjson::kParseFullPrecisionFlag;
+// Iterative parsing: a line of 8 MiB of '[' must not exhaust the stack. Not full
+// precision, though it would echo long fractional ids exactly: RapidJSON 1.1's
+// full-precision reader turns `0e308` into -6e-269 (docs/RELIABILITY.md).
+constexpr unsigned kParseFlags =
+    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 }  // namespace
 

@@ -3,7 +3,9 @@
 //     accepts and never answers (`silent`) or answers too late (`latency_ms`);
 //   - a stream cut half-way ends in exactly one exec.exit without a made-up code, soon;
 //   - a sandbox.create that fails at any step (execd never answers, $/cancel during the
-//     POST or during the wait, the shim killed) leaves no sandbox on the server.
+//     POST or during the wait, the shim killed) leaves no sandbox on the server; the one
+//     exception, a create whose answer comes after the deadline, leaves at most that one
+//     sandbox, which expires by itself.
 // (never_running + ready_timeout, and a stream cut in a short command, are in
 // faults_test.)
 

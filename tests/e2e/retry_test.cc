@@ -24,7 +24,7 @@ namespace {
 // The fake's answer to a first attempt is decided on arrival and sent this much later.
 // Long enough that switching the fault off never races the retry (100 ms after that
 // answer) even on a loaded machine; short enough to keep the test quick.
-constexpr int kFirstAnswerDelayMs = 1500;
+constexpr int kFirstAnswerDelayMs = 2500;
 
 // One request's worth of faults for each listener (see tests/fake-opensandbox/README.md).
 const std::string kLifecycleFault =

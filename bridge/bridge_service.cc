@@ -1,5 +1,7 @@
 #include "bridge/bridge_service.h"
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <unistd.h>
@@ -57,6 +59,33 @@ grpc::Status BridgeService::Stop(grpc::ServerContext*, const abx::opensandbox::v
   core::log::Info("bridge.stop_requested");
   reply->set_in_flight(state_->sessions_active());
   state_->StartDraining();
+  return grpc::Status::OK;
+}
+
+grpc::Status BridgeService::ListCachedSandboxes(
+    grpc::ServerContext*, const abx::opensandbox::v1::ListCachedSandboxesRequest*,
+    abx::opensandbox::v1::ListCachedSandboxesReply* reply) {
+  const auto now = std::chrono::steady_clock::now();
+  auto age = [&](std::chrono::steady_clock::time_point since) {
+    return static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(now - since).count());
+  };
+  for (const core::BridgeCore::CachedSandbox& cached : state_->core().CachedSandboxes()) {
+    auto* sandbox = reply->add_sandboxes();
+    sandbox->set_sandbox_id(cached.sandbox_id);
+    sandbox->set_server(cached.server);
+    sandbox->set_credential(cached.credential);
+    int64_t oldest = 0;
+    for (const core::Upstream::CachedEndpoint& endpoint : cached.endpoints) {
+      auto* out = sandbox->add_endpoints();
+      out->set_url(endpoint.base_url);
+      out->set_access(endpoint.server_proxy ? "server_proxy" : "direct");
+      out->set_age_seconds(age(endpoint.since));
+      oldest = std::max(oldest, out->age_seconds());
+      if (!endpoint.execd_version.empty()) sandbox->set_execd_version(endpoint.execd_version);
+    }
+    sandbox->set_age_seconds(oldest);
+  }
   return grpc::Status::OK;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Bridge service: build handshake, stats, stop. No upstream traffic, no secrets.
+// Bridge service: build handshake, stats, stop, the sandbox cache. No upstream traffic,
+// no secrets.
 
 #include "bridge/daemon_state.h"
 #include "proto/bridge.grpc.pb.h"
@@ -16,6 +17,9 @@ class BridgeService final : public abx::opensandbox::v1::Bridge::Service {
                      abx::opensandbox::v1::StatsReply*) override;
   grpc::Status Stop(grpc::ServerContext*, const abx::opensandbox::v1::StopRequest*,
                     abx::opensandbox::v1::StopReply*) override;
+  grpc::Status ListCachedSandboxes(grpc::ServerContext*,
+                                   const abx::opensandbox::v1::ListCachedSandboxesRequest*,
+                                   abx::opensandbox::v1::ListCachedSandboxesReply*) override;
 
  private:
   DaemonState* state_;

@@ -14,6 +14,7 @@
 #include "bridge/core/log.h"
 #include "bridge/daemon_state.h"
 #include "bridge/epp_service.h"
+#include "bridge/memory_trimmer.h"
 #include "bridge/typed/typed_services.h"
 #include "bridge/unix_listener.h"
 #include "common/bridge_paths.h"
@@ -59,7 +60,14 @@ int Serve(const ServeOptions& options) {
     core::log::Error("bridge.socket_activation", {{"error", error}});
     return 1;
   }
-  const std::string socket_path = listener ? listener->path() : options.socket_path;
+  const bool inherited = listener != nullptr;
+  const std::string socket_path =
+      inherited && !listener->path().empty() ? listener->path() : options.socket_path;
+  if (inherited) {
+    core::log::Info("bridge.socket_inherited",
+                    {{"socket", socket_path}, {"fd", "3"},
+                     {"detail", "using the listening socket passed by socket activation"}});
+  }
   if (socket_path.empty()) {
     core::log::Error("bridge.no_socket", {{"error", "no --socket and no inherited socket"}});
     return 2;
@@ -80,7 +88,18 @@ int Serve(const ServeOptions& options) {
     return 1;
   }
   lock->WriteContents(std::to_string(getpid()) + "\n", &error);
-  if (!listener) listener = UnixListener::Bind(socket_path, &error);
+  if (!listener) {
+    // Someone listens at the path without holding the lock: a socket activator whose
+    // bridge is between runs (exited idle, or draining). Its socket is not ours to
+    // replace; stepping aside like a lost lock race lets the activator's bridge serve.
+    const UnixSocketProbe probe = ProbeUnixSocket(socket_path, 100);
+    if (probe == UnixSocketProbe::kAccepting || probe == UnixSocketProbe::kTimeout) {
+      core::log::Info("bridge.socket_in_use",
+                      {{"detail", "another listener (socket activation?) holds " + socket_path}});
+      return 0;
+    }
+    listener = UnixListener::Bind(socket_path, &error);
+  }
   if (!listener) {
     core::log::Error("bridge.bind", {{"error", error}});
     return 1;
@@ -118,9 +137,11 @@ int Serve(const ServeOptions& options) {
   std::thread acceptor([&] {
     listener->AcceptLoop([&](int fd, unsigned uid, int pid) {
       if (uid != self) {
-        core::log::Warn("bridge.peer_refused",
-                        {{"uid", std::to_string(uid)}, {"pid", std::to_string(pid)},
-                         {"reason", "the bridge serves only its own user"}});
+        core::log::Error("bridge.peer_refused",
+                         {{"uid", std::to_string(uid)}, {"pid", std::to_string(pid)},
+                          {"error", "refused a connection from uid " + std::to_string(uid) +
+                                        ": the bridge serves only its own user (uid " +
+                                        std::to_string(self) + ")"}});
         close(fd);
         return;
       }
@@ -128,16 +149,23 @@ int Serve(const ServeOptions& options) {
     });
   });
   core::log::Info("bridge.ready", {{"socket", socket_path},
+                                   {"socket_source", inherited ? "inherited" : "bound"},
                                    {"pid", std::to_string(getpid())},
                                    {"build_id", kBuildId},
                                    {"idle_timeout_s", std::to_string(options.idle_timeout.count())}});
 
+  const MemoryTrimmer trimmer(std::chrono::seconds(5));
   const bool idle = state.WaitForExit(options.idle_timeout);
   core::log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
   state.StartDraining();
   if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
   listener->Close();  // new connections are refused; open sessions go on
   acceptor.join();
+  // A socket we bound is gone now, so the path is free: the lock goes too, and the next
+  // shim starts a fresh bridge at once instead of waiting out this drain. An inherited
+  // socket still exists (its activator holds it), so the lock stays to keep a spawned
+  // bridge from rebinding the path under it.
+  if (listener->owns_path()) lock.reset();
   state.WaitForSessions(options.drain_grace);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   core::log::Info("bridge.exited");

@@ -1,5 +1,7 @@
 #include "bridge/epp_service.h"
 
+#include <malloc.h>
+
 #include <mutex>
 
 #include "bridge/core/log.h"
@@ -87,6 +89,10 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     }
   }
   core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
+  session_lease.reset();
+  // The last session gone: hand the free memory the request threads' arenas keep (up to
+  // the trim threshold each, see main.cc) back to the system, so an idle bridge is small.
+  if (state_->sessions_active() == 0) malloc_trim(0);
   return grpc::Status::OK;
 }
 

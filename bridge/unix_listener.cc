@@ -51,25 +51,44 @@ std::unique_ptr<UnixListener> UnixListener::Bind(const std::string& path, std::s
 }
 
 std::unique_ptr<UnixListener> UnixListener::FromSystemd(std::string* error) {
-  const char* pid = std::getenv("LISTEN_PID");
-  const char* fds = std::getenv("LISTEN_FDS");
-  if (!pid || !fds || std::atoi(pid) != getpid() || std::atoi(fds) < 1) return nullptr;
-  constexpr int kFirstFd = 3;  // SD_LISTEN_FDS_START
-  int type = 0;
-  socklen_t len = sizeof type;
-  if (getsockopt(kFirstFd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
-    *error = "fd 3 from socket activation is not a stream socket";
-    return nullptr;
-  }
-  fcntl(kFirstFd, F_SETFD, FD_CLOEXEC);
+  const char* pid_text = std::getenv("LISTEN_PID");
+  const char* fds_text = std::getenv("LISTEN_FDS");
+  if (pid_text == nullptr || fds_text == nullptr) return nullptr;
+  const long listen_pid = std::strtol(pid_text, nullptr, 10);
+  const long count = std::strtol(fds_text, nullptr, 10);
+  // Read once, then gone (sd_listen_fds with unset_environment): a process we start
+  // must never take these descriptors for its own.
   unsetenv("LISTEN_PID");
   unsetenv("LISTEN_FDS");
   unsetenv("LISTEN_FDNAMES");
+  if (listen_pid != getpid()) return nullptr;  // meant for another process
+  if (count != 1) {
+    *error = "socket activation passed " + std::to_string(count) +
+             " descriptors; the bridge takes exactly one listening Unix socket";
+    return nullptr;
+  }
+  constexpr int kFirstFd = 3;  // SD_LISTEN_FDS_START
+  int domain = 0, type = 0, listening = 0;
+  socklen_t len = sizeof domain;
+  const bool is_unix = getsockopt(kFirstFd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+                       domain == AF_UNIX;
+  len = sizeof type;
+  const bool is_stream = getsockopt(kFirstFd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+                         type == SOCK_STREAM;
+  len = sizeof listening;
+  const bool is_listening =
+      getsockopt(kFirstFd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+  if (!is_unix || !is_stream || !is_listening) {
+    *error = "fd 3 from socket activation is not a listening AF_UNIX stream socket";
+    return nullptr;
+  }
+  fcntl(kFirstFd, F_SETFD, FD_CLOEXEC);
   sockaddr_un addr{};
   socklen_t addr_len = sizeof addr;
   std::string path;
+  // An abstract or unnamed socket has no path; the caller then falls back to --socket.
   if (getsockname(kFirstFd, reinterpret_cast<sockaddr*>(&addr), &addr_len) == 0 &&
-      addr.sun_family == AF_UNIX) {
+      addr.sun_family == AF_UNIX && addr.sun_path[0] != '\0') {
     path = addr.sun_path;
   }
   return std::unique_ptr<UnixListener>(new UnixListener(kFirstFd, path, false));
@@ -90,7 +109,11 @@ void UnixListener::AcceptLoop(
     }
     // Non-blocking: gRPC drives the connection from its own event loop.
     int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) continue;
+    if (conn < 0) {
+      // EMFILE and the like: back off instead of spinning on a readable socket.
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) poll(nullptr, 0, 50);
+      continue;
+    }
     uid_t uid = 0;
     pid_t pid = 0;
     if (!PeerCredentials(conn, &uid, &pid)) {

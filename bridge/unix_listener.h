@@ -16,8 +16,10 @@ class UnixListener {
   // Binds `path` (a stale file there is removed: the caller holds the bridge lock, so
   // nobody else serves it), mode 0600.
   static std::unique_ptr<UnixListener> Bind(const std::string& path, std::string* error);
-  // Adopts a listening socket inherited from systemd socket activation
-  // (LISTEN_PID/LISTEN_FDS, fd 3); null when there is none.
+  // Adopts a listening socket inherited through socket activation (systemd's
+  // sd_listen_fds protocol: LISTEN_PID is ours, LISTEN_FDS=1, fd 3). The variables are
+  // unset once read. Null when there is none, and null with `*error` when what was
+  // passed is not one listening AF_UNIX stream socket. The path is not ours to remove.
   static std::unique_ptr<UnixListener> FromSystemd(std::string* error);
   ~UnixListener();
 
@@ -26,6 +28,8 @@ class UnixListener {
   // Stops AcceptLoop and, for a socket we bound, removes the path.
   void Close();
   const std::string& path() const { return path_; }
+  // True for a socket we bound (and remove on Close), false for an inherited one.
+  bool owns_path() const { return owns_path_; }
 
  private:
   UnixListener(int fd, std::string path, bool owns_path);

@@ -23,6 +23,11 @@ void LineSplitter::Append(const char* data, size_t size) {
     current_.shrink_to_fit();
   }
   if (!dropping_) {
+    if (current_.empty() && size > 0 && last_length_ > kReserveFromBytes) {
+      // Large lines tend to come in runs (files.write chunks of the same size): sized
+      // after the last one, this one is filled without growing and copying step by step.
+      current_.reserve(std::min<uint64_t>(last_length_ + last_length_ / 8, max_line_bytes_));
+    }
     current_.append(data, size);
   } else if (current_.size() < prefix_bytes_) {
     current_.append(data, std::min(size, prefix_bytes_ - current_.size()));
@@ -36,6 +41,7 @@ void LineSplitter::Complete(std::vector<FramedLine>* out) {
   line.data = std::move(current_);
   out->push_back(std::move(line));
   current_ = std::string();
+  last_length_ = current_length_;
   current_length_ = 0;
   dropping_ = false;
 }

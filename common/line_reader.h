@@ -50,6 +50,8 @@ class LineSplitter {
   const size_t prefix_bytes_;
   std::string current_;        // the pending line, or the prefix of an oversized one
   uint64_t current_length_ = 0;
+  uint64_t last_length_ = 0;   // of the previous line: sizes the next large one
+  static constexpr uint64_t kReserveFromBytes = 256 << 10;
   bool dropping_ = false;      // the pending line is past the limit
 };
 

@@ -23,8 +23,11 @@
 // holder alone may unlink and rebind the socket (gRPC unlinks before binding, so a
 // lock-less racer would steal a live socket: grpc #17122). Shims that race to start a
 // bridge simply all spawn one: the losers find the lock taken and exit 0 at once, and
-// every shim polls the socket until the winner answers. A spawned bridge that exits
-// non-zero, or a wait that ends (10 s), fails the connect with the tail of its log.
+// every shim polls the socket until the winner answers. A draining or idling-out bridge
+// removes its socket and then drops the lock, so a shim that meets one in between sees
+// its bridge step aside with nobody answering; it then spawns again (every 200 ms) until
+// the lock is free. A spawned bridge that exits non-zero, or a wait that ends (10 s),
+// fails the connect with the tail of its log.
 //
 // Spawn. `<bridge> serve --socket PATH`, detached (setsid, stdin /dev/null, output
 // appended to <socket>.log, no inherited descriptors), with the provider's
@@ -54,7 +57,6 @@
 #include <cstring>
 
 #include "common/bridge_paths.h"
-#include "common/build_id.h"
 #include "common/platform.h"
 #include "proto/bridge.grpc.pb.h"
 
@@ -75,6 +77,12 @@ constexpr int kFirstPollMs = 2;
 constexpr int kMaxPollMs = 50;
 // Each Hello during start-up gets at most this long.
 constexpr int kStartHelloTimeoutMs = 1000;
+// A bridge we started that found the lock taken exits 0 at once. Usually a racing
+// shim's bridge is about to answer; but the holder may be a bridge that is on its way
+// out (idle or draining) and never answers again. When nobody answers this long after
+// ours stepped aside, start another, at most kMaxRespawns times within the wait.
+constexpr int kRespawnAfterMs = 200;
+constexpr int kMaxRespawns = 20;
 
 bool StartsWith(const std::string& text, const char* prefix) {
   return text.compare(0, strlen(prefix), prefix) == 0;
@@ -103,10 +111,10 @@ void ShimLog(const std::string& text) {
   WriteAll(STDERR_FILENO, line.data(), line.size());
 }
 
-BridgeClientOptions BridgeClientOptions::FromEnvironment() {
+BridgeClientOptions BridgeClientOptions::FromEnvironment(const std::string& build_id) {
   BridgeClientOptions options;
-  options.build_id = kBuildId;
-  options.socket_path = ResolveSocketPath(kBuildId);
+  options.build_id = build_id;
+  options.socket_path = ResolveSocketPath(build_id);
   const char* explicit_socket = getenv(kBridgeSocketEnv);
   options.explicit_socket = explicit_socket != nullptr && explicit_socket[0] != '\0';
   const char* binary = getenv(kBridgeBinaryEnv);
@@ -273,11 +281,14 @@ BridgeClient::Outcome BridgeClient::StartAndWait(const std::string& socket_path,
   const int64_t deadline = MonotonicMillis() + options_.start_timeout_ms;
   int poll_ms = kFirstPollMs;
   bool child_running = true;
+  int64_t respawn_at = 0;
+  int respawns = 0;
   std::string last_hello_error;
   for (;;) {
     uid_t peer_uid = 0;
-    if (ProbeUnixSocket(socket_path, kProbeTimeoutMs, &peer_uid) == UnixSocketProbe::kAccepting &&
-        peer_uid == geteuid()) {
+    const bool accepting =
+        ProbeUnixSocket(socket_path, kProbeTimeoutMs, &peer_uid) == UnixSocketProbe::kAccepting;
+    if (accepting && peer_uid == geteuid()) {
       const int64_t remaining = std::max<int64_t>(deadline - MonotonicMillis(), 1);
       grpc::Status status;
       if (Hello(socket_path, static_cast<int>(std::min<int64_t>(remaining, kStartHelloTimeoutMs)),
@@ -300,7 +311,13 @@ BridgeClient::Outcome BridgeClient::StartAndWait(const std::string& socket_path,
           ShimLog(*error + "; its log ends with:\n" + LogTail(log_path));
           return Outcome::kFailed;
         }
-        // Exit 0: another bridge holds the lock (a racing shim started it); wait for it.
+        // Exit 0: another bridge holds the lock; wait for it (see kRespawnAfterMs).
+        respawn_at = MonotonicMillis() + kRespawnAfterMs;
+      }
+    } else if (!accepting && respawns < kMaxRespawns && MonotonicMillis() >= respawn_at) {
+      if (SpawnDaemon(argv, log_path, &pid, &spawn_error, &environment)) {
+        child_running = true;
+        ++respawns;
       }
     }
     const int64_t now = MonotonicMillis();

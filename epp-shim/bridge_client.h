@@ -39,9 +39,11 @@ struct BridgeClientOptions {
   // Hello on a bridge that is already running.
   int hello_timeout_ms = 2000;
 
-  // build_id = kBuildId, the socket from ResolveSocketPath, the binary from
-  // ABX_OPENSANDBOX_BRIDGE_BIN or `abx-opensandbox-bridge` beside this executable.
-  static BridgeClientOptions FromEnvironment();
+  // `build_id` (the shim's kBuildId, passed in by main.cc so that this library does not
+  // depend on the build id: a test build can salt it), the socket from
+  // ResolveSocketPath, the binary from ABX_OPENSANDBOX_BRIDGE_BIN or
+  // `abx-opensandbox-bridge` beside this executable.
+  static BridgeClientOptions FromEnvironment(const std::string& build_id);
 };
 
 // A bridge that answered Hello with our build id.

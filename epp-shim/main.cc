@@ -7,6 +7,7 @@
 //
 // Start-up does nothing before the first line arrives: no threads, no gRPC, no config.
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ int Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The gRPC reader thread frees each ~64 KiB exec.output message right after use. At
+  // glibc's default trim threshold (128 KiB) nearly every such free gave the top of the
+  // thread's heap back to the kernel and the next message faulted it in again, which was
+  // most of the shim's CPU in a stream; keep up to 1 MiB of it instead.
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--version") == 0) {
       std::printf("%s %s %s (build %s)\n", kShimName, abx::kProviderName,
@@ -54,7 +60,7 @@ int main(int argc, char** argv) {
   // A host that stops reading must not kill us mid-write; writes then fail with EPIPE.
   signal(SIGPIPE, SIG_IGN);
 
-  abx::BridgeClient client(abx::BridgeClientOptions::FromEnvironment());
+  abx::BridgeClient client(abx::BridgeClientOptions::FromEnvironment(abx::kBuildId));
   abx::ShimSession::Options options;
   options.shim_version = abx::kProviderVersion;
   options.build_id = abx::kBuildId;

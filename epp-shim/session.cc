@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <utility>
+#include <vector>
 
 #include "common/platform.h"
 
@@ -125,6 +126,8 @@ bool ShimSession::HandleLine(FramedLine line) {
           initialize_id_ = meta.id_json;
           initialize_line_ = line.data;
         }
+        // Under mu_, like in_flight_: a call that ends now forgets it with the rest.
+        if (!line.oversized) attached_.OnRequest(meta, line.data);
       }
       if (is_notification && meta.method == kExitMethod) exit_sent_ = true;
     }
@@ -196,6 +199,7 @@ void ShimSession::ReadOutputs(Call* call) {
         initialized_ = true;
       }
     }
+    attached_.OnOutput(response_id, output.line());
     output_.WriteLine(output.mutable_line());
   }
   const grpc::Status status = call->stream->Finish();
@@ -203,11 +207,17 @@ void ShimSession::ReadOutputs(Call* call) {
   // Ending the call and taking what is in flight happen together, so a request is
   // either in this set (and answered below) or sent after the call was seen ended (and
   // then goes to a new call): never neither.
+  // The same goes for attached commands still owed their exec.exit.
+  const std::string why = status.ok() ? "it ended the session" : status.error_message();
+  const std::string message =
+      "the bridge went away: " + why + "; see " + call->connection.log_path;
   std::map<std::string, int> unanswered;
+  std::vector<std::string> lost_exits;
   bool exit_sent;
   {
     std::lock_guard<std::mutex> lock(mu_);
     unanswered.swap(in_flight_);
+    lost_exits = attached_.TakeLostExitLines(message);
     exit_sent = exit_sent_;
     call->ended = true;
   }
@@ -217,7 +227,6 @@ void ShimSession::ReadOutputs(Call* call) {
     if (options_.on_exit) options_.on_exit();
     return;
   }
-  const std::string why = status.ok() ? "it ended the session" : status.error_message();
   if (!unanswered.empty() || !status.ok()) {
     size_t count = 0;
     for (const auto& entry : unanswered) count += static_cast<size_t>(entry.second);
@@ -226,13 +235,14 @@ void ShimSession::ReadOutputs(Call* call) {
   }
   // The caller's thread joins this thread before it starts another call, so these
   // answers always come before anything a new bridge says.
-  const std::string message =
-      "the bridge went away: " + why + "; see " + call->connection.log_path;
   for (const auto& [id, count] : unanswered) {
     for (int i = 0; i < count; ++i) {
       std::string response = BridgeUnreachableResponse(id, message);
       output_.WriteLine(&response);
     }
+  }
+  for (std::string& exit_line : lost_exits) {
+    output_.WriteLine(&exit_line);
   }
 }
 

@@ -11,7 +11,8 @@
 // the host never waits for an answer that cannot come. The next request starts a new
 // call (and, if needed, a new bridge); if the session was initialized, its `initialize`
 // line is replayed in SessionStart so the new bridge carries on without asking the host
-// to initialize again.
+// to initialize again. Attached commands of the broken call get their exec.exit from the
+// shim (exit_code null, error E8002; see attached_execs.h): their streams died with it.
 
 #include <condition_variable>
 #include <functional>
@@ -22,6 +23,7 @@
 #include <thread>
 
 #include "common/line_reader.h"
+#include "epp-shim/attached_execs.h"
 #include "epp-shim/bridge_client.h"
 #include "epp-shim/config_resolver.h"
 #include "epp-shim/line_meta.h"
@@ -87,6 +89,7 @@ class ShimSession {
   bool config_resolved_ = false;
   ResolvedConfig config_;
   std::unique_ptr<Call> call_;  // caller's thread only
+  AttachedExecs attached_;
   int64_t last_connect_failure_ms_ = -1;
   std::string last_connect_error_;
 

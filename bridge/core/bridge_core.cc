@@ -1,8 +1,24 @@
 #include "bridge/core/bridge_core.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "bridge/upstream/http_client.h"
 
 namespace abx::core {
+namespace {
+
+// "https://user:pass@host/v1" → "https://host/v1": a URL may carry a password.
+std::string WithoutUserInfo(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const size_t path_start = url.find('/', host_start);
+  const size_t at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
+  if (at == std::string::npos || at < host_start) return url;
+  return url.substr(0, host_start) + url.substr(at + 1);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
   std::string error;
@@ -19,7 +35,17 @@ BridgeCore::~BridgeCore() = default;
 std::shared_ptr<Upstream> BridgeCore::UpstreamFor(const ProviderConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = upstreams_[config.CredentialScope()];
-  if (!slot) slot = std::make_shared<Upstream>(http_.get(), config.lifecycle_url, config.api_key);
+  if (!slot) {
+    slot = std::make_shared<Upstream>(http_.get(), config.lifecycle_url, config.api_key);
+    std::string& label = credential_labels_[config.api_key];
+    if (label.empty()) {
+      label = config.api_key.empty()
+                  ? "no credential"
+                  : "credential " + std::to_string(credential_labels_.size() -
+                                                   credential_labels_.count(""));
+    }
+    scope_labels_[config.CredentialScope()] = label;
+  }
   return slot;
 }
 
@@ -34,6 +60,29 @@ BridgeCore::Counters BridgeCore::counters() const {
     c.cached_sandboxes += static_cast<int64_t>(upstream->cached_sandboxes());
   }
   return c;
+}
+
+std::vector<BridgeCore::CachedSandbox> BridgeCore::CachedSandboxes() const {
+  std::vector<CachedSandbox> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [scope, upstream] : upstreams_) {
+    const std::string server = WithoutUserInfo(upstream->lifecycle_url());
+    auto label = scope_labels_.find(scope);
+    std::map<std::string, CachedSandbox> by_id;
+    for (Upstream::CachedEndpoint& endpoint : upstream->CachedEndpoints()) {
+      CachedSandbox& sandbox = by_id[endpoint.sandbox_id];
+      sandbox.sandbox_id = endpoint.sandbox_id;
+      sandbox.server = server;
+      sandbox.credential = label == scope_labels_.end() ? "" : label->second;
+      sandbox.endpoints.push_back(std::move(endpoint));
+    }
+    for (auto& [id, sandbox] : by_id) out.push_back(std::move(sandbox));
+  }
+  std::sort(out.begin(), out.end(), [](const CachedSandbox& a, const CachedSandbox& b) {
+    return std::tie(a.server, a.credential, a.sandbox_id) <
+           std::tie(b.server, b.credential, b.sandbox_id);
+  });
+  return out;
 }
 
 }  // namespace abx::core

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bridge/core/config.h"
 #include "bridge/core/error.h"
@@ -39,6 +40,16 @@ class BridgeCore {
   Counters counters() const;
   void CountRequest() { ++requests_total_; }
 
+  // What the upstreams have cached, one entry per sandbox, server and credential, for
+  // `abx-opensandbox-bridge sandboxes` (Bridge.ListCachedSandboxes).
+  struct CachedSandbox {
+    std::string sandbox_id;
+    std::string server;      // the lifecycle URL, user info removed
+    std::string credential;  // "credential N" (first-seen order of API keys): never the key
+    std::vector<Upstream::CachedEndpoint> endpoints;
+  };
+  std::vector<CachedSandbox> CachedSandboxes() const;
+
   // Held by a running exec stream, for the stats.
   class StreamLease {
    public:
@@ -55,6 +66,10 @@ class BridgeCore {
   std::unique_ptr<Http> http_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Upstream>> upstreams_;  // by CredentialScope()
+  // A label per API key, numbered as keys are first seen; the same key on two servers
+  // gets one label. Only the label ever leaves the bridge.
+  std::map<std::string, std::string> credential_labels_;  // by API key
+  std::map<std::string, std::string> scope_labels_;       // by CredentialScope()
   std::atomic<int64_t> requests_total_{0};
   std::atomic<int64_t> streams_active_{0};
 };

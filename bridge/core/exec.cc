@@ -181,7 +181,9 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
         } else if (e.type == "execution_complete") {
           ended = true;
           if (!spec.detached) exit.exit_code = 0;
-          return false;  // the ~1 s grace before execd closes is not worth waiting for
+          // The ~1 s grace before execd ends the stream is not worth waiting for; the
+          // HTTP client reads it out in the background and keeps the connection.
+          return false;
         } else if (e.type == "error") {
           ended = true;
           uint32_t code = 0;

@@ -15,6 +15,12 @@ namespace {
 
 using upstream::PercentEncode;
 
+// A caller that stops at a command's terminal event leaves execd's stream open for its
+// grace period (~1 s, API-DIGEST §2.6). The rest is read in the background for up to
+// this long, so the connection goes back to the pool for the next session instead of
+// being closed mid-response (which cost one new TCP connection per command).
+constexpr int64_t kStreamDrainMs = 3000;
+
 Error NotItsApi(const std::string& what) {
   return MakeError(ErrorCode::kUpstream, what + ": execd answered something that is not its API");
 }
@@ -104,6 +110,7 @@ Status ExecdClient::RunCommand(const std::string& body_json, const CancelToken* 
   call.headers.emplace_back("Content-Type", "application/json");
   call.body = body_json;
   call.idle_timeout_ms = idle_timeout_ms;
+  call.drain_ms = kStreamDrainMs;
 
   bool stopped = false;
   std::string garbage;

@@ -1,10 +1,20 @@
 #include "bridge/core/files.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 
+#include "bridge/core/json.h"
+#include "bridge/core/shell_quote.h"
 #include "bridge/core/time_util.h"
 
 namespace abx::core {
+namespace {
+
+// The append command ends at once; only a stuck sandbox keeps it silent this long.
+constexpr int64_t kAppendIdleTimeoutMs = 20000;
+
+}  // namespace
 
 std::optional<int> ParseOctalMode(const std::string& text) {
   std::string t = text;
@@ -67,22 +77,58 @@ Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& p
                              const std::string& data, std::optional<int> mode, bool append,
                              CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  std::string content;
   if (append) {
-    // execd cannot append: the file is read and written back whole (not atomic against
-    // another writer of the same file).
     auto existing = execd.Stat(path, cancel);
-    if (existing.ok()) {
-      if (!mode) mode = ParseExecdMode(existing->mode);
-      ABX_ASSIGN_OR_RETURN(content, execd.Download(path, 0, 0, cancel));
-    } else if (existing.error().code != ErrorCode::kNotFound) {
-      return existing.error();
-    }
+    if (existing.ok()) return AppendExisting(execd, path, existing->size, data, mode, cancel);
+    if (existing.error().code != ErrorCode::kNotFound) return existing.error();
   }
-  content += data;
-  Status st = execd.Upload(path, content, mode.value_or(0), cancel);
+  Status st = execd.Upload(path, data, mode.value_or(0), cancel);
   if (!st.ok()) return st.error();
-  return static_cast<int64_t>(content.size());
+  return static_cast<int64_t>(data.size());
+}
+
+// execd has no append and no ranged upload: the new bytes go to a file of their own next
+// to the target and a shell in the sandbox appends them. Each append then moves only its
+// own bytes (downloading the file and uploading it whole again made a run of appends
+// quadratic), and `>>` appends in place, so the file keeps its inode, owner and mode.
+Result<int64_t> Files::AppendExisting(ExecdClient& execd, const std::string& path,
+                                      int64_t existing_size, const std::string& data,
+                                      std::optional<int> mode, CancelToken* cancel) {
+  if (data.empty() && !mode) return existing_size;
+  std::random_device random;
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".abx-append-%08x%08x", random(), random());
+  const std::string part = path + suffix;
+  Status st = execd.Upload(part, data, 0600, cancel);
+  if (!st.ok()) return st.error();
+  std::string script = "cat -- " + ShellQuote(part) + " >> " + ShellQuote(path) +
+                       "; rc=$?; rm -f -- " + ShellQuote(part);
+  if (mode) {
+    script += "; [ $rc -ne 0 ] || chmod " + FormatOctalMode(*mode) + " -- " + ShellQuote(path) +
+              " || rc=$?";
+  }
+  script += "; exit $rc";
+  std::optional<int> code;
+  std::string stderr_text;
+  st = execd.RunCommand(
+      "{\"command\":" + json::Quote(script) + ",\"background\":false}", cancel,
+      kAppendIdleTimeoutMs,
+      [&](const ExecdEvent& e) {
+        if (e.type == "stderr" && stderr_text.size() < 1024) stderr_text += e.text + "\n";
+        if (e.type == "execution_complete") code = 0;
+        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        return !code.has_value();
+      },
+      [] {});
+  if (!st.ok() || code != 0) {
+    execd.RemoveFile(part, nullptr);  // best effort: the shell may not have run at all
+    if (!st.ok()) return st.error().Within("append to " + path);
+    while (!stderr_text.empty() && stderr_text.back() == '\n') stderr_text.pop_back();
+    return MakeError(ErrorCode::kUpstream,
+                     "append to " + path + " failed" +
+                         (stderr_text.empty() ? std::string() : ": " + stderr_text));
+  }
+  return existing_size + static_cast<int64_t>(data.size());
 }
 
 Result<std::vector<FileEntry>> Files::List(const std::string& sandbox_id, const std::string& path,

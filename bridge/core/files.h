@@ -61,6 +61,10 @@ class Files {
 
  private:
   Result<ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
+  // Appends `data` to a file that exists; returns its new size.
+  Result<int64_t> AppendExisting(ExecdClient& execd, const std::string& path, int64_t existing_size,
+                                 const std::string& data, std::optional<int> mode,
+                                 CancelToken* cancel);
   Upstream* upstream_;
   const ProviderConfig* config_;
 };

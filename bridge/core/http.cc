@@ -19,6 +19,7 @@ upstream::Request ToRequest(const HttpCall& call) {
   request.timeout_ms = call.timeout_ms;
   request.idle_timeout_ms = call.idle_timeout_ms;
   request.connect_timeout_ms = call.connect_timeout_ms;
+  request.drain_ms = call.drain_ms;
   return request;
 }
 

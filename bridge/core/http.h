@@ -31,6 +31,9 @@ struct HttpCall {
   int64_t timeout_ms = 30000;        // whole exchange (Send)
   int64_t idle_timeout_ms = 30000;   // no byte for this long (Stream)
   int64_t connect_timeout_ms = 5000;
+  // Stream: after on_data stops, the rest of the response is read and dropped in the
+  // background for at most this long, so the connection is kept (upstream::Request).
+  int64_t drain_ms = 0;
   // Safe to send again: a transient failure (no connection, a connection dropped
   // mid-answer, 502/503/504) is retried a few times with backoff. Never set for calls
   // that change state in a way a repeat would double (create, exec, write).

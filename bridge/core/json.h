@@ -19,7 +19,11 @@ inline constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag;
 // Compact JSON text of a value, however deeply nested (written without recursion).
 std::string ToJson(const rapidjson::Value& value);
 // A JSON string literal (quotes included) of UTF-8 text.
+// Escapes exactly as RapidJSON's Writer does; bytes that are not UTF-8 are copied as
+// they are (callers validate or repair first where it matters).
 std::string Quote(std::string_view text);
+// The same, appended to `out`: lets a caller build a large message in one buffer.
+void AppendQuoted(std::string* out, std::string_view text);
 // {"k":"v",…} from a map of strings.
 std::string ObjectOfStrings(const std::map<std::string, std::string>& map);
 // ["a",…]

@@ -37,7 +37,7 @@ Result<ExecdClient> Upstream::Execd(const std::string& sandbox_id, const Provide
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = endpoints_.find(key);
-    if (it != endpoints_.end()) return ExecdClient(http_, it->second, timeout_ms);
+    if (it != endpoints_.end()) return ExecdClient(http_, it->second.target, timeout_ms);
   }
   auto endpoint =
       Lifecycle(config).GetEndpoint(sandbox_id, kExecdPort, config.use_server_proxy, cancel);
@@ -50,7 +50,8 @@ Result<ExecdClient> Upstream::Execd(const std::string& sandbox_id, const Provide
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    endpoints_[key] = target;
+    endpoints_[key] = CacheEntry{target, sandbox_id, config.use_server_proxy,
+                                 std::chrono::steady_clock::now()};
   }
   return ExecdClient(http_, std::move(target), timeout_ms);
 }
@@ -71,6 +72,28 @@ void Upstream::Forget(const std::string& sandbox_id) {
   std::lock_guard<std::mutex> lock(mu_);
   ErasePrefix(&endpoints_, sandbox_id + "|");
   ErasePrefix(&exec_tags_, sandbox_id + "|");
+  execd_versions_.erase(sandbox_id);
+}
+
+void Upstream::NoteExecdVersion(const std::string& sandbox_id, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  execd_versions_[sandbox_id] = version;
+}
+
+std::vector<Upstream::CachedEndpoint> Upstream::CachedEndpoints() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CachedEndpoint> out;
+  for (const auto& [key, entry] : endpoints_) {
+    CachedEndpoint endpoint;
+    endpoint.sandbox_id = entry.sandbox_id;
+    endpoint.server_proxy = entry.server_proxy;
+    endpoint.base_url = entry.target.base_url;
+    endpoint.since = entry.since;
+    auto version = execd_versions_.find(entry.sandbox_id);
+    if (version != execd_versions_.end()) endpoint.execd_version = version->second;
+    out.push_back(std::move(endpoint));
+  }
+  return out;
 }
 
 void Upstream::RememberExec(const std::string& sandbox_id, const std::string& tag,

@@ -3,9 +3,11 @@
 // Sessions holding the same server URL and API key share one Upstream; a session with
 // another key gets another, so a cached endpoint is never served across credentials.
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bridge/core/config.h"
 #include "bridge/core/execd_client.h"
@@ -35,12 +37,35 @@ class Upstream {
                     const std::string& exec_id);
   std::string ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const;
 
+  // What a probe learned of a sandbox's execd (provider.doctor), kept until Forget.
+  void NoteExecdVersion(const std::string& sandbox_id, const std::string& version);
+
+  // One cached execd endpoint, for `abx-opensandbox-bridge sandboxes`. The headers stay
+  // out: they may carry the execd access token or a server-issued credential.
+  struct CachedEndpoint {
+    std::string sandbox_id;
+    bool server_proxy = false;
+    std::string base_url;
+    std::string execd_version;  // empty when nothing probed it
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<CachedEndpoint> CachedEndpoints() const;
+  const std::string& lifecycle_url() const { return lifecycle_url_; }
+
  private:
+  struct CacheEntry {
+    ExecdTarget target;
+    std::string sandbox_id;
+    bool server_proxy = false;
+    std::chrono::steady_clock::time_point since;
+  };
+
   Http* http_;
   const std::string lifecycle_url_;
   const std::string api_key_;
   mutable std::mutex mu_;
-  std::map<std::string, ExecdTarget> endpoints_;  // by sandbox id + access mode
+  std::map<std::string, CacheEntry> endpoints_;   // by sandbox id + access mode + token
+  std::map<std::string, std::string> execd_versions_;  // by sandbox id
   std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
 };
 

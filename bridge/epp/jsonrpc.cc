@@ -181,11 +181,19 @@ std::string ErrorLine(const std::string& id_json, const core::Error& error) {
 }
 
 std::string NotificationLine(std::string_view method, std::string_view params_json) {
-  std::string line;
-  line.reserve(params_json.size() + method.size() + 40);
-  line.append("{\"jsonrpc\":\"2.0\",\"method\":\"").append(method).append("\",\"params\":");
-  line.append(params_json).append("}");
+  std::string line = NotificationStart(method, params_json.size());
+  line.append(params_json);
+  NotificationEnd(&line);
   return line;
 }
+
+std::string NotificationStart(std::string_view method, size_t params_size_hint) {
+  std::string line;
+  line.reserve(params_size_hint + method.size() + 40);
+  line.append("{\"jsonrpc\":\"2.0\",\"method\":\"").append(method).append("\",\"params\":");
+  return line;
+}
+
+void NotificationEnd(std::string* line) { line->push_back('}'); }
 
 }  // namespace abx::epp

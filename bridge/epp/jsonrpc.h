@@ -31,6 +31,10 @@ std::string RecoverId(std::string_view prefix);
 std::string ResponseLine(const std::string& id_json, std::string_view result_json);
 std::string ErrorLine(const std::string& id_json, const core::Error& error);
 std::string NotificationLine(std::string_view method, std::string_view params_json);
+// A notification built in place, for large params: `NotificationStart(method, n)` (with
+// room for n more bytes), then the params object appended, then NotificationEnd.
+std::string NotificationStart(std::string_view method, size_t params_size_hint);
+void NotificationEnd(std::string* line);
 
 using core::json::Quote;
 using core::json::ToJson;

@@ -50,7 +50,10 @@ core::Result<bool> ProbeLegacyExecd(Request& req, const std::string& sandbox_id)
       [] {});
   if (!st.ok()) return st.error();
   if (!ended) return core::MakeError(core::ErrorCode::kUnreachable, "the probe's stream broke");
-  return lines == 2;
+  const bool legacy = lines == 2;
+  req.session().upstream()->NoteExecdVersion(sandbox_id,
+                                             legacy ? "v1.0.16 or older" : "v1.0.17 or newer");
+  return legacy;
 }
 
 }  // namespace

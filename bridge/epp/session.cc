@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/error_mapping.h"
 #include "bridge/core/log.h"
+#include "bridge/core/utf8.h"
 #include "bridge/epp/features.h"
 #include "bridge/epp/jsonrpc.h"
 #include "bridge/epp/methods.h"
@@ -59,6 +61,18 @@ bool Request::Respond(std::string_view result_json) {
 
 bool Request::Fail(const core::Error& error) {
   if (answered_.exchange(true)) return false;
+  // One line per failed request, with the ids that tie it to the host's transcript
+  // (JSON-RPC id, shim pid) and to the server's logs (X-Request-ID).
+  const std::string_view epp_code = core::EppCodeName(error.code);
+  core::log::Warn("request.failed",
+                  {{"method", core::ToValidUtf8(method_)},
+                   {"id", core::ToValidUtf8(id_json_)},
+                   {"shim_pid", std::to_string(session_->origin().shim_pid)},
+                   {"code", epp_code.empty() ? std::to_string(core::JsonRpcCode(error.code))
+                                             : std::string(epp_code)},
+                   {"request_id", core::ToValidUtf8(error.request_id)},
+                   {"http_status", std::to_string(error.http_status)},
+                   {"error", core::ToValidUtf8(error.message)}});
   session_->sink().Write(ErrorLine(id_json_, error), id_json_);
   return true;
 }
@@ -66,6 +80,8 @@ bool Request::Fail(const core::Error& error) {
 void Request::Notify(std::string_view method, std::string_view params_json) {
   session_->sink().Write(NotificationLine(method, params_json), "");
 }
+
+void Request::NotifyLine(std::string line) { session_->sink().Write(std::move(line), ""); }
 
 Session::Session(core::BridgeCore* core, SessionOrigin origin, LineSink* sink)
     : core_(core), origin_(std::move(origin)), sink_(sink) {

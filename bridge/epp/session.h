@@ -67,6 +67,8 @@ class Request {
   bool attached() const { return attached_.load(); }
   // Sends a notification belonging to this request (exec.output, $/progress …).
   void Notify(std::string_view method, std::string_view params_json);
+  // The same for a whole line made with NotificationStart/End (no further copy).
+  void NotifyLine(std::string line);
 
  private:
   Session* session_;

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <chrono>
@@ -18,10 +19,11 @@ namespace {
 // event per HTTP chunk is typical) are packed into the current block, so a fast stream of
 // small events costs one lock and one memcpy per write, not an allocation.
 constexpr size_t kBlockBytes = 256 << 10;
-constexpr size_t kSpareBlocks = 4;
 constexpr long kPollMs = 1000;  // the I/O thread is woken on demand; this is only a backstop
 
-enum class StopReason : int { kNone = 0, kCancelled, kIdleTimeout, kCallback, kShutdown };
+// kDrain: the caller has what it wanted, but the rest of the response is read (and
+// dropped) so the connection survives; see Request::drain_ms.
+enum class StopReason : int { kNone = 0, kCancelled, kIdleTimeout, kCallback, kShutdown, kDrain };
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -77,9 +79,24 @@ const char* TransportErrorKindName(TransportErrorKind kind) {
 // One exchange, shared by the calling thread and the I/O thread.
 struct HttpClient::Transfer {
   Transfer(const Request& the_request, bool is_stream, size_t limit)
-      : request(the_request), streaming(is_stream), queue_limit(limit) {}
+      : owned(is_stream && the_request.drain_ms > 0 ? OwnedCopy(the_request) : nullptr),
+        request(owned ? *owned : the_request),
+        streaming(is_stream),
+        queue_limit(limit) {}
 
-  const Request& request;  // outlives the transfer: the caller waits until it is finished
+  // A transfer that may drain outlives its caller's call, so it keeps its own request.
+  static std::unique_ptr<Request> OwnedCopy(const Request& request) {
+    auto copy = std::make_unique<Request>(request);
+    if (copy->borrowed_body) {
+      copy->body = std::string(*copy->borrowed_body);
+      copy->borrowed_body.reset();
+    }
+    return copy;
+  }
+
+  const std::unique_ptr<Request> owned;
+  // Outlives the transfer: the caller waits until it is finished, or `owned` holds it.
+  const Request& request;
   const bool streaming;
   const size_t queue_limit;
   std::atomic<int64_t>* pauses = nullptr;  // the client's counter
@@ -90,6 +107,7 @@ struct HttpClient::Transfer {
   char error_buffer[CURL_ERROR_SIZE] = {};
   bool connected = false;  // a connection was made or reused (CURLOPT_PREREQFUNCTION)
   curl_off_t uploaded = 0;
+  int64_t drain_until_ms = 0;  // draining (stop == kDrain) ends by then
 
   // Written by the caller, read by the I/O thread.
   std::atomic<int> stop{static_cast<int>(StopReason::kNone)};
@@ -106,7 +124,10 @@ struct HttpClient::Transfer {
   std::deque<std::string> blocks;    // Stream: received, not yet handed to on_data
   size_t queued_bytes = 0;
   bool paused = false;               // Stream: curl holds data back until the queue drains
-  std::vector<std::string> spare;    // Stream: emptied blocks, reused
+  // Stream: emptied blocks, reused. As many as a full queue holds, so a fast stream keeps
+  // writing into the same few MiB: a fresh 256 KiB block is a fresh mapping (the bridge's
+  // mmap threshold), and its page faults and unmapping cost more than the copy itself.
+  std::vector<std::string> spare;
   bool finished = false;             // the I/O thread is done with it
   CURLcode result = CURLE_OK;
   StopReason stopped_by = StopReason::kNone;
@@ -196,6 +217,10 @@ size_t HttpClient::Curl::OnBody(char* buffer, size_t size, size_t count, void* u
 size_t HttpClient::Curl::OnStreamBody(char* buffer, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t length = size * count;
+  // Draining: nobody reads these bytes any more.
+  if (t->stop.load(std::memory_order_relaxed) == static_cast<int>(StopReason::kDrain)) {
+    return length;
+  }
   bool was_empty;
   {
     std::lock_guard<std::mutex> lock(t->mu);
@@ -388,6 +413,17 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
     Wake();
     t.cv.wait(lock, [&] { return t.finished; });
   };
+  // The caller is done. With drain_ms the rest is read on the I/O thread, which owns the
+  // transfer from here on (its request is a copy); the callbacks are never called again.
+  auto stop_by_callback = [&](std::unique_lock<std::mutex>& lock) {
+    summary.stopped = true;
+    if (request.drain_ms > 0 && !t.finished) {
+      t.stop.store(static_cast<int>(StopReason::kDrain));
+      Wake();
+      return;
+    }
+    stop(lock, StopReason::kCallback);
+  };
 
   std::unique_lock<std::mutex> lock(t.mu);
   for (;;) {
@@ -403,8 +439,7 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
       bool go_on = !on_headers || on_headers(summary.status, summary.headers);
       lock.lock();
       if (!go_on) {
-        summary.stopped = true;
-        stop(lock, StopReason::kCallback);
+        stop_by_callback(lock);
         return summary;
       }
       continue;
@@ -428,13 +463,15 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
         block.clear();
       }
       lock.lock();
+      const size_t keep_spare = t.queue_limit / kBlockBytes + 2;
       while (!taken.empty()) {
-        if (t.spare.size() < kSpareBlocks) t.spare.push_back(std::move(taken.front()));
+        if (t.spare.size() < keep_spare && taken.front().capacity() <= kBlockBytes) {
+          t.spare.push_back(std::move(taken.front()));
+        }
         taken.pop_front();
       }
       if (!go_on) {
-        summary.stopped = true;
-        stop(lock, StopReason::kCallback);
+        stop_by_callback(lock);
         return summary;
       }
       continue;
@@ -464,6 +501,7 @@ TransportError HttpClient::ErrorOf(const Transfer& t) const {
   switch (t.stopped_by) {
     case StopReason::kCancelled:
     case StopReason::kCallback:
+    case StopReason::kDrain:
       error.kind = TransportErrorKind::kCancelled;
       error.message = prefix + "cancelled";
       return error;
@@ -689,9 +727,25 @@ void HttpClient::Run() {
     for (auto& t : incoming) add(t);
     incoming.clear();
 
-    // What callers asked for since the last round: drop transfers, resume paused ones.
+    // What callers asked for since the last round: drop transfers, drain or resume
+    // paused ones. A drain that outlasts its bound is dropped like a stop.
+    const int64_t now_ms = NowMs();
+    long poll_ms = kPollMs;
     for (auto& [easy, t] : curl.active) {
-      if (t->stop.load() != static_cast<int>(StopReason::kNone)) {
+      const int stop = t->stop.load();
+      if (stop == static_cast<int>(StopReason::kDrain)) {
+        if (t->drain_until_ms == 0) {
+          t->drain_until_ms = now_ms + t->request.drain_ms;
+          // Bytes held back for a slow consumer are dropped now (OnStreamBody).
+          curl_easy_pause(easy, CURLPAUSE_CONT);
+        }
+        if (now_ms >= t->drain_until_ms) {
+          counters_.drains_abandoned.fetch_add(1, std::memory_order_relaxed);
+          to_stop.push_back(t);
+        } else {
+          poll_ms = std::min<long>(poll_ms, static_cast<long>(t->drain_until_ms - now_ms));
+        }
+      } else if (stop != static_cast<int>(StopReason::kNone)) {
         to_stop.push_back(t);
       } else if (t->unpause.exchange(false)) {
         // May call OnStreamBody at once with the bytes curl held back.
@@ -709,9 +763,14 @@ void HttpClient::Run() {
       auto found = curl.active.find(message->easy_handle);
       if (found == curl.active.end()) continue;
       std::shared_ptr<Transfer> t = found->second;
+      if (t->stop.load() == static_cast<int>(StopReason::kDrain)) {
+        (message->data.result == CURLE_OK ? counters_.drains_completed
+                                          : counters_.drains_abandoned)
+            .fetch_add(1, std::memory_order_relaxed);
+      }
       finish(t, message->data.result, StopReason::kNone, "");
     }
-    curl_multi_poll(curl.multi, nullptr, 0, kPollMs, nullptr);
+    curl_multi_poll(curl.multi, nullptr, 0, static_cast<int>(poll_ms), nullptr);
   }
 }
 

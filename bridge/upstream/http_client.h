@@ -58,6 +58,12 @@ struct Request {
   // Stream: fail when no byte was received or sent for this long (counted from the start,
   // so it also bounds waiting for the response head); 0 = none. Not used by Send.
   int64_t idle_timeout_ms = 30000;
+  // Stream: when a callback stops the transfer, the rest of the response is still read
+  // (and dropped) on the I/O thread for at most this long, so that a server that ends the
+  // response soon after (execd's ~1 s grace after a command's last event) leaves a
+  // connection that can be reused; the caller returns at once either way. 0 = drop the
+  // connection at once. A request that drains is copied into the transfer.
+  int64_t drain_ms = 0;
 
   std::string_view BodyView() const { return borrowed_body ? *borrowed_body : body; }
 };
@@ -76,7 +82,8 @@ struct StreamSummary {
   int status = 0;
   HeaderMap headers;
   uint64_t body_bytes = 0;  // bytes handed to on_data
-  bool stopped = false;     // a callback returned false; the connection was dropped
+  bool stopped = false;     // a callback returned false: the connection was dropped, or
+                            // is being drained (Request::drain_ms)
 };
 
 struct HttpClientOptions {
@@ -132,6 +139,8 @@ class HttpClient {
     std::atomic<int64_t> connections_opened{0};   // new TCP connections (CURLINFO_NUM_CONNECTS)
     std::atomic<int64_t> stream_pauses{0};        // a stream's consumer fell behind
     std::atomic<int64_t> transfers_active{0};     // running now (a gauge, not monotonic)
+    std::atomic<int64_t> drains_completed{0};     // stopped streams read to their end
+    std::atomic<int64_t> drains_abandoned{0};     // ... that broke or outlasted drain_ms
   };
   const Counters& counters() const { return counters_; }
 

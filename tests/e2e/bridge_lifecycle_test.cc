@@ -99,6 +99,8 @@ TEST_F(BridgeLifecycleTest, ConcurrentShimsStartOneBridge) {
 }
 
 TEST_F(BridgeLifecycleTest, ApiKeyNeverInArgvLogsOrOutput) {
+  const std::string key = api_key();
+  if (key.empty()) GTEST_SKIP() << "the live server takes no API key: there is none to look for";
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::string sandbox = CreateSandbox(shim);
@@ -111,14 +113,14 @@ TEST_F(BridgeLifecycleTest, ApiKeyNeverInArgvLogsOrOutput) {
   MessagePtr doctor = shim->Request("provider.doctor", "{}", Millis(20000));
 
   for (pid_t pid : BridgeProcesses()) {
-    EXPECT_EQ(ProcessCommandLine(pid).find(kApiKey), std::string::npos)
+    EXPECT_EQ(ProcessCommandLine(pid).find(key), std::string::npos)
         << "the bridge's argv holds the API key";
   }
   for (const MessagePtr& m : shim->AllMessages()) {
-    EXPECT_EQ(m->raw.find(kApiKey), std::string::npos) << "stdout: " << m->raw;
+    EXPECT_EQ(m->raw.find(key), std::string::npos) << "stdout: " << m->raw;
   }
-  EXPECT_EQ(shim->StderrText().find(kApiKey), std::string::npos) << "the shim's stderr";
-  EXPECT_EQ(ReadFile(bridge_log_path()).find(kApiKey), std::string::npos) << "the bridge log";
+  EXPECT_EQ(shim->StderrText().find(key), std::string::npos) << "the shim's stderr";
+  EXPECT_EQ(ReadFile(bridge_log_path()).find(key), std::string::npos) << "the bridge log";
   ASSERT_NE(info, nullptr) << "no answer to provider.info";
   EXPECT_FALSE(info->IsError()) << info->raw;
   EXPECT_NE(info->raw.find("***"), std::string::npos)

@@ -78,6 +78,8 @@ TEST_F(CancelTest, CancelledExecStartEndsWithCancelledExit) {
   EXPECT_FALSE(GetBool(exit, "timed_out", true)) << trace.exit->raw;
   EXPECT_TRUE(IsNull(exit, "exit_code")) << "a cancelled command has no code of its own: "
                                          << trace.exit->raw;
+  // execd ends a cancelled command with SIGTERM; EPP/1 knows only "SIGKILL" | null.
+  EXPECT_EQ(GetString(exit, "signal"), "SIGKILL") << trace.exit->raw;
   EXPECT_EQ(trace.stdout_data, "before\n");
 }
 
@@ -98,6 +100,24 @@ TEST_F(CancelTest, CommandTimeoutEndsWithTimedOut) {
   EXPECT_TRUE(GetBool(trace.exit->params(), "timed_out", false)) << trace.exit->raw;
   EXPECT_FALSE(GetBool(trace.exit->params(), "cancelled", true)) << trace.exit->raw;
   EXPECT_TRUE(IsNull(trace.exit->params(), "exit_code")) << trace.exit->raw;
+  EXPECT_EQ(GetString(trace.exit->params(), "signal"), "SIGKILL") << trace.exit->raw;
+}
+
+// A command that a signal other than SIGKILL ends, without a cancel or a timeout: still
+// "SIGKILL", the one value EPP/1 has for "ended by a signal".
+TEST_F(CancelTest, CommandEndedBySigtermReportsSigkill) {
+  auto [id, exec_id] = Start("echo up; kill -TERM $$; sleep 5");
+  ASSERT_FALSE(exec_id.empty());
+  ExecTrace trace = TraceExec(shim_, exec_id, started_, Millis(8000));
+  EXPECT_TRUE(trace.problems.empty()) << JoinProblems(trace);
+  ASSERT_NE(trace.exit, nullptr);
+  const rapidjson::Value& exit = trace.exit->params();
+  EXPECT_EQ(GetString(exit, "signal"), "SIGKILL") << trace.exit->raw;
+  EXPECT_TRUE(IsNull(exit, "exit_code")) << trace.exit->raw;
+  EXPECT_FALSE(GetBool(exit, "cancelled", true)) << trace.exit->raw;
+  EXPECT_FALSE(GetBool(exit, "timed_out", true)) << trace.exit->raw;
+  EXPECT_TRUE(IsNull(exit, "error")) << trace.exit->raw;
+  EXPECT_EQ(trace.stdout_data, "up\n");
 }
 
 TEST_F(CancelTest, ExecRunTimeoutReportsTimedOut) {

@@ -40,6 +40,11 @@ int64_t MillisSince(Clock::time_point start) {
 
 class DeadlineTest : public TestEnv {
  protected:
+  void SetUp() override {
+    REQUIRE_FAKE("fault switches (/_fake/faults) and live sandbox counts (/_fake/stats)");
+    TestEnv::SetUp();
+  }
+
   // Polls the fake until live_sandboxes is `want` or `timeout` passes; the last value.
   int64_t WaitLiveSandboxes(int64_t want, Millis timeout = Millis(5000)) {
     int64_t live = -1;
@@ -141,7 +146,7 @@ class CutStreamTest : public DeadlineTest {
  protected:
   void SetUp() override {
     DeadlineTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     shim_ = StartInitializedShim();
     ASSERT_NE(shim_, nullptr);
     sandbox_ = CreateSandbox(shim_);

@@ -230,6 +230,7 @@ std::optional<FakeStats> FakeServer::Stats(std::string* error) {
     *field = v->GetInt64();
   }
   stats.execd_requests = GetInt(doc, "execd_requests", 0);
+  stats.auth_rejected = GetInt(doc, "auth_rejected", 0);
   stats.server_proxy_upstream_connections = GetInt(doc, "server_proxy_upstream_connections", 0);
   return stats;
 }

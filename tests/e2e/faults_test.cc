@@ -13,6 +13,11 @@ namespace {
 
 class FaultsTest : public TestEnv {
  protected:
+  void SetUp() override {
+    REQUIRE_FAKE("fault switches (/_fake/faults) and request counts (/_fake/stats)");
+    TestEnv::SetUp();
+  }
+
   // Polls the fake until live_sandboxes is `want` (or 5 s pass); returns the last value.
   int64_t WaitLiveSandboxes(int64_t want) {
     int64_t live = -1;

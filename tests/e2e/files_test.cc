@@ -1,7 +1,9 @@
 // files.rw end to end (epp1.md §3): write, read (whole, ranged, base64), stat, list,
 // move, remove, and E8005 for a missing path.
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -159,6 +161,59 @@ TEST_F(FilesTest, MoveThenReadAtTheNewPath) {
   MessagePtr old = Call("files.stat", JsonObject().Str("path", from));
   ASSERT_NE(old, nullptr);
   EXPECT_EQ(old->EppCode(), "E8005") << old->raw;
+}
+
+// append: the bytes go after what is there (binary included), the file keeps its mode
+// unless one is given, a missing file is created, and nothing else is left behind.
+TEST_F(FilesTest, AppendAddsBytesKeepsModeAndLeavesNoPartFiles) {
+  const std::string dir = std::string(kDir) + "/append";
+  MessagePtr made = Call("files.mkdir", JsonObject().Str("path", dir).Bool("parents", true));
+  ASSERT_NE(made, nullptr);
+  const std::string path = dir + "/log.bin";
+  MessagePtr first = Call("files.write", JsonObject().Str("path", path).Str("data", "one\n").Str("mode", "0640"));
+  ASSERT_NE(first, nullptr);
+  ASSERT_FALSE(first->IsError()) << first->raw;
+  const std::string binary("\x00\xff\n'$x\"", 7);
+  MessagePtr second = Call("files.write", JsonObject()
+                                              .Str("path", path)
+                                              .Str("data", Base64(binary))
+                                              .Str("encoding", "base64")
+                                              .Bool("append", true));
+  ASSERT_NE(second, nullptr);
+  ASSERT_FALSE(second->IsError()) << second->raw;
+  EXPECT_EQ(GetInt(second->result(), "size", -1), 11) << second->raw;
+
+  MessagePtr read = Call("files.read", JsonObject().Str("path", path).Str("encoding", "base64"));
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(GetString(read->result(), "data"), Base64("one\n" + binary)) << read->raw;
+  MessagePtr stat = Call("files.stat", JsonObject().Str("path", path));
+  ASSERT_NE(stat, nullptr);
+  EXPECT_EQ(GetString(stat->result(), "mode"), "0640") << stat->raw;
+
+  MessagePtr third = Call("files.write",
+                          JsonObject().Str("path", path).Str("data", "two\n").Str("mode", "0600").Bool("append", true));
+  ASSERT_NE(third, nullptr);
+  ASSERT_FALSE(third->IsError()) << third->raw;
+  EXPECT_EQ(GetInt(third->result(), "size", -1), 15) << third->raw;
+  stat = Call("files.stat", JsonObject().Str("path", path));
+  ASSERT_NE(stat, nullptr);
+  EXPECT_EQ(GetString(stat->result(), "mode"), "0600") << stat->raw;
+  EXPECT_EQ(GetInt(stat->result(), "size", -1), 15) << stat->raw;
+
+  const std::string fresh = dir + "/fresh.txt";
+  MessagePtr created = Call("files.write", JsonObject().Str("path", fresh).Str("data", "new\n").Bool("append", true));
+  ASSERT_NE(created, nullptr);
+  ASSERT_FALSE(created->IsError()) << created->raw;
+  EXPECT_EQ(GetInt(created->result(), "size", -1), 4) << created->raw;
+
+  MessagePtr listed = Call("files.list", JsonObject().Str("path", dir));
+  ASSERT_NE(listed, nullptr);
+  const rapidjson::Value* entries = Find(listed->result(), "entries");
+  ASSERT_TRUE(entries && entries->IsArray()) << listed->raw;
+  std::vector<std::string> names;
+  for (const rapidjson::Value& entry : entries->GetArray()) names.push_back(GetString(entry, "name"));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"fresh.txt", "log.bin"})) << listed->raw;
 }
 
 TEST_F(FilesTest, ReadOfMissingPathIsE8005) {

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <stdexcept>
 #include <thread>
 
 namespace abx::e2e {
@@ -45,10 +48,35 @@ void TestEnv::SetUp() {
   ASSERT_TRUE(MakeDir(home_dir_, &error)) << error;
   ASSERT_TRUE(MakeDir(socket_dir_, &error)) << error;
   ASSERT_TRUE(MakeDir(logs_dir_, &error)) << error;
+  if (LiveMode()) {
+    live_ = LiveServerFromEnv(&error);
+    ASSERT_TRUE(live_.has_value()) << error;
+    return;
+  }
   ASSERT_TRUE(RestartFake(FakeFlags()));
 }
 
+FakeServer& TestEnv::fake() {
+  if (!fake_) {
+    throw std::logic_error(live() ? "the test uses the fake server, which the live tier does not "
+                                    "have: it needs REQUIRE_FAKE"
+                                  : "the fake server is not running");
+  }
+  return *fake_;
+}
+
+std::string TestEnv::base_url() const {
+  if (live_) return live_->root_url;
+  return fake_ ? fake_->base_url() : "http://127.0.0.1:1";
+}
+
+std::string TestEnv::api_key() const { return live_ ? live_->api_key : kApiKey; }
+
 bool TestEnv::RestartFake(const std::vector<std::string>& flags) {
+  if (live()) {
+    ADD_FAILURE() << "RestartFake in the live tier: the test needs REQUIRE_FAKE";
+    return false;
+  }
   if (fake_) fake_->Stop();
   fake_.reset();
   fake_flags_ = flags;
@@ -81,10 +109,20 @@ std::vector<std::string> TestEnv::ShimEnv(
       {"HOME", home_dir_},
       {"ABX_OPENSANDBOX_BRIDGE_SOCKET", socket_path_},
       {"ABX_OPENSANDBOX_BRIDGE_BIN", BridgeBinary()},
-      {"ABX_OPENSANDBOX_BASE_URL", fake_ ? fake_->base_url() : "http://127.0.0.1:1"},
-      {"ABX_OPENSANDBOX_API_KEY", kApiKey},
       {"ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT", "60"},
   };
+  if (live_) {
+    for (const auto& [name, value] : live_->shim_env) env[name] = value;
+  } else {
+    env["ABX_OPENSANDBOX_BASE_URL"] = base_url();
+    env["ABX_OPENSANDBOX_API_KEY"] = kApiKey;
+  }
+  // A sanitizer build's options (bazel --config=asan|ubsan|tsan) reach the shim and,
+  // through it, the bridge: under TSan a race there then ends that process, which the
+  // test sees, instead of going only to a log nobody reads.
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) env[name] = value;
+  }
   for (const auto& [name, value] : overrides) {
     if (value) {
       env[name] = *value;
@@ -130,6 +168,7 @@ EppSession* TestEnv::StartInitializedShim(
 
 std::string TestEnv::CreateSandbox(EppSession* shim, const std::string& params_json,
                                    Millis timeout) {
+  if (live()) timeout = std::max(timeout, Millis(120000));
   MessagePtr response = shim->Request("sandbox.create", params_json, timeout);
   if (!response) {
     ADD_FAILURE() << "no answer to sandbox.create " << params_json << " within "
@@ -150,8 +189,8 @@ std::string TestEnv::bridge_log_path() const { return socket_dir_ + "/bridge.log
 
 std::optional<int64_t> TestEnv::UpstreamRequestsDuring(const std::function<void()>& action) {
   std::string error;
-  auto first = fake_->Stats(&error);
-  auto second = fake_->Stats(&error);
+  auto first = fake().Stats(&error);
+  auto second = fake().Stats(&error);
   if (!first || !second) {
     ADD_FAILURE() << error;
     return std::nullopt;
@@ -159,7 +198,7 @@ std::optional<int64_t> TestEnv::UpstreamRequestsDuring(const std::function<void(
   auto total = [](const FakeStats& s) { return s.requests + s.execd_requests; };
   const int64_t stats_cost = total(*second) - total(*first);
   action();
-  auto after = fake_->Stats(&error);
+  auto after = fake().Stats(&error);
   if (!after) {
     ADD_FAILURE() << error;
     return std::nullopt;
@@ -202,7 +241,33 @@ void TestEnv::StopBridge() {
   }
 }
 
+void TestEnv::KillLiveSandboxes() {
+  std::set<std::string> ids;
+  for (const auto& shim : shims_) {
+    for (const MessagePtr& m : shim->AllMessages()) {
+      if (!m->IsResponse() || !m->result().IsObject()) continue;
+      const std::string id = GetString(m->result(), "id");
+      if (!id.empty() && !GetString(m->result(), "state").empty()) ids.insert(id);
+    }
+  }
+  if (ids.empty()) return;
+  EppSession* cleaner = StartInitializedShim();
+  if (!cleaner) {
+    ADD_FAILURE() << "cannot start a shim to kill this test's sandboxes on the live server";
+    return;
+  }
+  for (const std::string& id : ids) {
+    MessagePtr killed = cleaner->Request(
+        "sandbox.kill", "{\"sandbox_id\":" + JsonQuote(id) + "}", Millis(60000));
+    if (!killed || killed->IsError()) {
+      ADD_FAILURE() << "sandbox " << id << " may be left on the live server: "
+                    << (killed ? killed->raw : std::string("no answer to sandbox.kill"));
+    }
+  }
+}
+
 void TestEnv::TearDown() {
+  if (live_) KillLiveSandboxes();
   std::vector<std::string> shim_exits(shims_.size());
   for (size_t i = 0; i < shims_.size(); ++i) {
     shims_[i]->CloseStdin();

@@ -14,6 +14,10 @@
 //               start; its TearDown stops all of them and, when the test failed, prints
 //               what was sent, what came back, the shims' stderr and the bridge's log.
 //
+// Live tier (live_server.h): with OPENSANDBOX_LIVE=1 no fake is started; shims reach the
+// server the environment names, every sandbox a test saw is killed in TearDown, and a
+// test (or fixture SetUp) that needs the fake starts with REQUIRE_FAKE("what for").
+//
 // Every wait takes a timeout: a broken binary makes a test fail, never hang. Children
 // are started with posix_spawn from an argv and an explicit environment, never through
 // a shell, and never with a secret in argv.
@@ -31,8 +35,18 @@
 #include "tests/e2e/exec_trace.h"
 #include "tests/e2e/fake_server.h"
 #include "tests/e2e/json_util.h"
+#include "tests/e2e/live_server.h"
 #include "tests/e2e/process.h"
 #include "tests/e2e/runfiles.h"
+
+// Skips the current test in live mode, where there is no fake: for a test that needs one
+// of its controls (/_fake/* switches, stats, RestartFake, FakeFlags, its processes or
+// files). Use in the test body or at the start of a fixture's SetUp (a SetUp that calls
+// a base SetUp first returns when IsSkipped()).
+#define REQUIRE_FAKE(why)                                                        \
+  if (!::abx::e2e::LiveMode()) {                                                 \
+  } else                                                                         \
+    GTEST_SKIP() << "needs the fake server (" << (why) << "); the live tier has none"
 
 namespace abx::e2e {
 
@@ -43,7 +57,8 @@ class TestEnv : public ::testing::Test {
   static constexpr char kApiKey[] = "e2e-Secret-7f3a9c1d-KEY";
 
  protected:
-  // Makes /tmp/abxe-XXXXXX/{home,run,logs} and starts the fake with FakeFlags().
+  // Makes /tmp/abxe-XXXXXX/{home,run,logs} and starts the fake with FakeFlags(); in live
+  // mode reads the live server from the environment instead (a failure when none).
   void SetUp() override;
   // Ends the shims (stdin closed, then killed), stops the bridge, stops the fake, checks
   // every shim's stdout discipline, prints diagnostics (transcripts, stderr, bridge and
@@ -56,12 +71,23 @@ class TestEnv : public ::testing::Test {
   // Stops the fake and starts a new one with `flags`, adding `--api-key kApiKey` and
   // `--root <root_dir>/fake-root-N` unless `flags` has them. Shims started afterwards
   // point at it.
+  // Not in live mode (a failure there).
   bool RestartFake(const std::vector<std::string>& flags);
-  FakeServer& fake() { return *fake_; }
+  // The fake; throws std::logic_error in live mode, so a test that forgot REQUIRE_FAKE
+  // fails there instead of passing.
+  FakeServer& fake();
+
+  // OPENSANDBOX_LIVE=1: the server is a real one (or one standing in for it).
+  bool live() const { return live_.has_value(); }
+  // The server the shims reach, without "/v1": the fake's or the live one.
+  std::string base_url() const;
+  // The API key the shims are given: kApiKey, or the live server's.
+  std::string api_key() const;
 
   // The environment a shim gets: PATH, HOME, ABX_OPENSANDBOX_BRIDGE_SOCKET,
   // ABX_OPENSANDBOX_BRIDGE_BIN, ABX_OPENSANDBOX_BASE_URL, ABX_OPENSANDBOX_API_KEY,
-  // ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT (60, so a leaked bridge goes away by itself).
+  // ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT (60, so a leaked bridge goes away by itself); in
+  // live mode LiveServer::shim_env instead of the fake's URL and key.
   // `overrides` replace or add entries; a nullopt value removes one.
   std::vector<std::string> ShimEnv(
       const std::map<std::string, std::optional<std::string>>& overrides = {}) const;
@@ -73,7 +99,8 @@ class TestEnv : public ::testing::Test {
   EppSession* StartInitializedShim(
       const std::map<std::string, std::optional<std::string>>& overrides = {});
   // sandbox.create with `params_json` on `shim`; the id of the Running sandbox, or ""
-  // with a test failure.
+  // with a test failure. In live mode `timeout` is at least 120 s (a real runtime may
+  // still be starting the container).
   std::string CreateSandbox(EppSession* shim,
                             const std::string& params_json = R"({"template":"base"})",
                             Millis timeout = Millis(30000));
@@ -107,6 +134,12 @@ class TestEnv : public ::testing::Test {
   int fake_generation_ = 0;
   std::vector<std::unique_ptr<EppSession>> shims_;
   std::vector<pid_t> bridge_pids_seen_;
+  std::optional<LiveServer> live_;
+
+  // Live mode: kills, through a fresh shim, every sandbox any shim of this test was
+  // answered with (a result holding "id" and "state"), since a real server is shared and
+  // keeps them.
+  void KillLiveSandboxes();
 };
 
 }  // namespace abx::e2e

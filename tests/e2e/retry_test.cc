@@ -49,6 +49,7 @@ struct Outcome {
 class RetryTest : public TestEnv {
  protected:
   void SetUp() override {
+    REQUIRE_FAKE("fault switches (/_fake/faults) and request counts (/_fake/stats)");
     TestEnv::SetUp();
     if (HasFatalFailure()) return;
     shim_ = StartInitializedShim();

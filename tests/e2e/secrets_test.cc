@@ -186,6 +186,7 @@ class SecretsTest : public TestEnv {
 };
 
 TEST_F(SecretsTest, NoSecretLeavesTheProviderAnywhere) {
+  REQUIRE_FAKE("an execd token of the test's choosing, the fake's command processes and stats");
   // 1. The session holding every secret; it is the first, so it starts the bridge with
   //    its own environment.
   EppSession* shim = StartInitializedShim(SecretEnv());

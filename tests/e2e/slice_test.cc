@@ -54,7 +54,7 @@ TEST_F(SliceTest, SandboxCreateGetKill) {
   EXPECT_FALSE(GetString(sandbox, "created_at").empty()) << created->raw;
   const rapidjson::Value* metadata = Find(sandbox, "metadata");
   EXPECT_TRUE(metadata && metadata->IsObject()) << created->raw;
-  EXPECT_EQ(WaitLiveSandboxes(1), 1);
+  if (!live()) EXPECT_EQ(WaitLiveSandboxes(1), 1);  // a shared live server has others too
 
   MessagePtr got = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", id).str());
   ASSERT_NE(got, nullptr) << "no answer to sandbox.get";
@@ -66,7 +66,7 @@ TEST_F(SliceTest, SandboxCreateGetKill) {
   ASSERT_NE(killed, nullptr) << "no answer to sandbox.kill";
   ASSERT_FALSE(killed->IsError()) << killed->raw;
   EXPECT_EQ(ToJson(killed->result()), R"({"killed":true})") << killed->raw;
-  EXPECT_EQ(WaitLiveSandboxes(0), 0);
+  if (!live()) EXPECT_EQ(WaitLiveSandboxes(0), 0);
 
   MessagePtr again = shim->Request("sandbox.kill", JsonObject().Str("sandbox_id", id).str());
   ASSERT_NE(again, nullptr) << "no answer to the second sandbox.kill";
@@ -177,6 +177,7 @@ TEST_F(SliceTest, ExecRunArgvSurvivesShellMetacharacters) {
 // epp1.md §3, exec.output: each execd line gets its "\n" back; "\r\n" and a lone "\r"
 // arrive as "\n"; execd >= 1.0.17 keeps blank lines.
 TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1019) {
+  REQUIRE_FAKE("an execd of a chosen version (--execd-version)");
   ASSERT_TRUE(RestartFake({"--execd-version", "1.0.19"}));
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
@@ -191,6 +192,7 @@ TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1019) {
 
 // execd <= 1.0.16 drops blank lines; the rest is as on 1.0.19.
 TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1016) {
+  REQUIRE_FAKE("an execd of a chosen version (--execd-version)");
   ASSERT_TRUE(RestartFake({"--execd-version", "1.0.16"}));
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);

@@ -23,6 +23,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->registry->LiveCount());
     w.Key("requests");
     w.Uint64(ctx->stats->requests.load());
+    w.Key("auth_rejected");
+    w.Uint64(ctx->stats->auth_rejected.load());
     w.Key("execd_connections_accepted");
     w.Uint64(ctx->stats->execd_connections_accepted.load());
     w.Key("execd_requests");

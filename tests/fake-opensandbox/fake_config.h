@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fake_opensandbox {
 
@@ -12,6 +13,7 @@ enum class Runtime { kDocker, kKubernetes };
 struct FakeConfig {
   int port = 0;                         // 0: any free port
   std::string api_key;                  // empty: no lifecycle auth
+  std::vector<std::string> more_api_keys;  // also accepted (--api-key given again)
   std::string execd_version = "1.0.19";
   int64_t clock_skew_s = 0;
   Runtime runtime = Runtime::kDocker;

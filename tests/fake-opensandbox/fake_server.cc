@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -178,12 +179,16 @@ void FakeServer::InstallMiddleware() {
     if (!config_.api_key.empty() && !IsAuthExempt(path)) {
       std::string key = req.get_header_value("OPEN-SANDBOX-API-KEY");
       if (key.empty()) {
+        stats_->auth_rejected.fetch_add(1);
         SendCodeMessage(res, 401, "MISSING_API_KEY",
                         "Authentication credentials are missing. Provide API key via "
                         "OPEN-SANDBOX-API-KEY header.");
         return R::Handled;
       }
-      if (key != config_.api_key) {
+      if (key != config_.api_key &&
+          std::find(config_.more_api_keys.begin(), config_.more_api_keys.end(), key) ==
+              config_.more_api_keys.end()) {
+        stats_->auth_rejected.fetch_add(1);
         SendCodeMessage(res, 401, "INVALID_API_KEY",
                         "Authentication credentials are invalid. Check your API key and try "
                         "again.");

@@ -51,7 +51,8 @@ machine and as a user you are willing to expose.
 It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
 
   --port N                 lifecycle port (0 = any free port; default 0)
-  --api-key KEY            require OPEN-SANDBOX-API-KEY: KEY (default: no auth)
+  --api-key KEY            require OPEN-SANDBOX-API-KEY: KEY (default: no auth);
+                           repeat to accept several keys
   --execd-version V        execd line framing: 1.0.19 (default) sends blank lines as
                            "\n"; 1.0.16 or older drops them
   --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
@@ -113,7 +114,12 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
       config->port = static_cast<int>(number);
     } else if (flag == "--api-key") {
       if (!need_value()) return FlagsResult::kError;
-      config->api_key = value;
+      // Several keys: any of them is accepted, each sees every sandbox.
+      if (config->api_key.empty()) {
+        config->api_key = value;
+      } else {
+        config->more_api_keys.push_back(value);
+      }
     } else if (flag == "--execd-version") {
       if (!need_value()) return FlagsResult::kError;
       config->execd_version = value;

@@ -11,6 +11,7 @@ namespace fake_opensandbox {
 struct ServerStats {
   std::atomic<uint64_t> connections_accepted{0};        // lifecycle listener
   std::atomic<uint64_t> requests{0};                    // lifecycle requests, /_fake excluded
+  std::atomic<uint64_t> auth_rejected{0};  // lifecycle requests refused: key missing or wrong
   std::atomic<uint64_t> execd_connections_accepted{0};  // all execd listeners together
   std::atomic<uint64_t> execd_requests{0};
   // Connections the fake itself opened to execd listeners for the server proxy route;

@@ -7,7 +7,8 @@
 //   - every request got exactly one response, and every stdout line was JSON-RPC;
 //   - no sandbox is left on the server once the sessions have killed theirs;
 //   - the bridge's memory stayed flat: the median RSS of the last third of the run is
-//     at most max(+20%, +8 MiB) over the median of the first third.
+//     at most max(+20%, +8 MiB) over the median of the first third (the run counted
+//     from the end of a 10 s warm-up).
 // Every session runs at once, with a host's think time between calls; at most
 // kCommandSlots commands run at once across them (see CommandSlots in workload.h).
 // The memory bound: what the bridge holds beyond its baseline (~25 MiB of libraries,
@@ -45,6 +46,14 @@ using e2e::TestEnv;
 
 // Commands running at once across all sessions (see CommandSlots).
 constexpr int kCommandSlots = 8;
+// Under AddressSanitizer (freed blocks held in its quarantine) and ThreadSanitizer the
+// bridge's RSS measures the sanitizer's allocator, not ours: the memory bound is checked
+// in the normal build only; a sanitized run checks everything else and prints the RSS.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kRssMeansOurAllocator = false;
+#else
+constexpr bool kRssMeansOurAllocator = true;
+#endif
 
 int EnvInt(const char* name, int fallback, int low, int high) {
   const char* text = std::getenv(name);
@@ -184,8 +193,13 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
       all.insert(all.end(), values.begin(), values.end());
     }
   }
-  const size_t third = rss.size() / 3;
-  const int64_t first_third = Median({rss.begin(), rss.begin() + third});
+  // The first 10 s (at most a quarter of the samples) are the warm-up: 64 sessions
+  // creating their sandboxes while the bridge's request threads and their malloc arenas
+  // come into being, a ramp of ~10 MiB from the idle bridge that says nothing about
+  // growth. The thirds are taken of the steady run after it.
+  const size_t warm_up = std::min<size_t>(rss.size() / 4, 40);  // samples every 250 ms
+  const size_t third = (rss.size() - warm_up) / 3;
+  const int64_t first_third = Median({rss.begin() + warm_up, rss.begin() + warm_up + third});
   const int64_t last_third = Median({rss.end() - third, rss.end()});
   const int64_t allowed = first_third + std::max<int64_t>(first_third / 5, 8 * 1024);
   std::string summary = "soak summary: " + std::to_string(sessions) + " sessions, " +
@@ -214,7 +228,7 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
   }
   char rss_line[200];
   std::snprintf(rss_line, sizeof rss_line,
-                "\n  bridge RSS median: first third %.1f MiB, last third %.1f MiB (allowed %.1f)\n",
+                "\n  bridge RSS median after the warm-up: first third %.1f MiB, last third %.1f MiB (allowed %.1f)\n",
                 first_third / 1024.0, last_third / 1024.0, allowed / 1024.0);
   summary += rss_line;
   std::fprintf(stderr, "%s", summary.c_str());
@@ -236,7 +250,9 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
   EXPECT_EQ(total.creates, total.kills) << "not every created sandbox was killed";
   EXPECT_GT(total.ops, sessions * 10) << "the run did too little to mean anything";
   ASSERT_GE(rss.size(), 12u) << "too few RSS samples of the bridge (pid " << *bridge << ")";
-  EXPECT_LE(last_third, allowed) << "the bridge's memory grew during the run";
+  if (kRssMeansOurAllocator) {
+    EXPECT_LE(last_third, allowed) << "the bridge's memory grew during the run";
+  }
 }
 
 }  // namespace

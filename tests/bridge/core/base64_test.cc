@@ -30,5 +30,20 @@ TEST(Base64Test, RejectsBadInput) {
   EXPECT_EQ(*Base64Decode("Zm9v\nYmFy"), "foobar");
 }
 
+// The decoder takes whole groups fast and hands over to a bytewise loop at the first
+// byte that is not in the alphabet: the result must not depend on where that happens.
+TEST(Base64Test, WhitespaceAndPaddingAnywhereAfterFastGroups) {
+  EXPECT_EQ(*Base64Decode("Zm 9vYm Fy"), "foobar");
+  EXPECT_EQ(*Base64Decode(" Zm9vYmFy\r\n"), "foobar");
+  EXPECT_EQ(*Base64Decode("Zm9vYmFyZg=="), "foobarf");
+  EXPECT_EQ(*Base64Decode("Zm9vYmFyZm8\n="), "foobarfo");
+  EXPECT_FALSE(Base64Decode("Zm9vYmFyZg=").has_value());
+  EXPECT_FALSE(Base64Decode("Zm9vYmFyZg==Zm9v").has_value());
+  EXPECT_FALSE(Base64Decode("Zm9vYm\x80y").has_value());
+  std::string big;
+  for (int i = 0; i < 100000; ++i) big += static_cast<char>(i * 7919 % 256);
+  EXPECT_EQ(*Base64Decode(Base64Encode(big)), big);
+}
+
 }  // namespace
 }  // namespace abx::core

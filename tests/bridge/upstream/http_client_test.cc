@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -469,6 +470,78 @@ TEST(HttpClientTest, CallbacksCanStopTheStream) {
   EXPECT_TRUE(stopped->stopped);
   EXPECT_GE(bytes, 1000u);
   EXPECT_EQ(stopped->body_bytes, bytes);
+}
+
+// A stream stopped at its "last event" while the server still holds the response open
+// for a grace period (execd's ~1 s): with drain_ms the caller returns at once, the rest
+// is read out in the background, and the connection serves the next request.
+TEST(HttpClientTest, StoppedStreamIsDrainedAndItsConnectionReused) {
+  TestServer server;
+  server.http().Get("/graceful", [&](const httplib::Request& request, httplib::Response& response) {
+    server.NoteConnection(request);
+    auto sent = std::make_shared<bool>(false);
+    response.set_chunked_content_provider("text/event-stream",
+                                          [sent](size_t, httplib::DataSink& sink) {
+                                            if (*sent) {
+                                              std::this_thread::sleep_for(milliseconds(300));
+                                              sink.done();
+                                              return true;
+                                            }
+                                            *sent = true;
+                                            std::string event = "{\"type\":\"done\"}\n\n";
+                                            return sink.write(event.data(), event.size());
+                                          });
+  });
+  server.http().Get("/ping", [&](const httplib::Request& request, httplib::Response& response) {
+    server.NoteConnection(request);
+    response.set_content("pong", "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+
+  Request request = Get(server.Url("/graceful"));
+  request.drain_ms = 3000;
+  const auto start = steady_clock::now();
+  auto stopped = client->Stream(request, nullptr, [](const char*, size_t) { return false; }, nullptr);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_TRUE(stopped->stopped);
+  EXPECT_LT(MillisSince(start), 250) << "the caller waited for the grace period";
+
+  // Once the server has ended the response, the drained connection is the one reused.
+  for (int i = 0; i < 200 && client->counters().drains_completed.load() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(client->counters().drains_completed.load(), 1);
+  auto ping = client->Send(Get(server.Url("/ping")), nullptr);
+  ASSERT_TRUE(ping.ok()) << ping.error().message;
+  EXPECT_EQ(client->counters().connections_opened.load(), 1);
+  EXPECT_EQ(server.connections_seen(), 1u);
+  EXPECT_EQ(client->counters().transfers_active.load(), 0);
+}
+
+// A stream that does not end within drain_ms is dropped (its connection closed).
+TEST(HttpClientTest, DrainGivesUpAfterItsBound) {
+  TestServer server;
+  server.http().Get("/endless", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("text/event-stream",
+                                          [&](size_t, httplib::DataSink& sink) {
+                                            std::string event = "{\"type\":\"ping\"}\n\n";
+                                            std::this_thread::sleep_for(milliseconds(5));
+                                            return sink.write(event.data(), event.size());
+                                          });
+  });
+  server.Start();
+  auto client = MakeClient();
+  Request request = Get(server.Url("/endless"));
+  request.drain_ms = 200;
+  auto stopped = client->Stream(request, nullptr, [](const char*, size_t) { return false; }, nullptr);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  for (int i = 0; i < 300 && client->counters().transfers_active.load() > 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(client->counters().transfers_active.load(), 0);
+  EXPECT_EQ(client->counters().drains_abandoned.load(), 1);
+  EXPECT_EQ(client->counters().drains_completed.load(), 0);
 }
 
 TEST(HttpClientTest, IdleStreamTimesOut) {

@@ -113,10 +113,10 @@ TEST_F(BridgeOpsTest, SandboxesListsWhatTheBridgeCachedWithoutTheKey) {
   std::string table = BridgeCommand({"sandboxes", "--socket", socket_path()}, &ok);
   ASSERT_TRUE(ok) << table;
   EXPECT_NE(table.find(sandbox), std::string::npos) << table;
-  EXPECT_NE(table.find(fake().base_url()), std::string::npos) << "no server in: " << table;
+  EXPECT_NE(table.find(base_url()), std::string::npos) << "no server in: " << table;
   EXPECT_NE(table.find("credential 1"), std::string::npos) << table;
   EXPECT_NE(table.find("endpoint"), std::string::npos) << table;
-  EXPECT_EQ(table.find(kApiKey), std::string::npos) << "the API key is shown: " << table;
+  EXPECT_EQ(table.find(api_key()), std::string::npos) << "the API key is shown: " << table;
 
   std::string json = BridgeCommand({"sandboxes", "--socket", socket_path(), "--json"}, &ok);
   ASSERT_TRUE(ok) << json;
@@ -128,13 +128,13 @@ TEST_F(BridgeOpsTest, SandboxesListsWhatTheBridgeCachedWithoutTheKey) {
   const rapidjson::Value& entry = (*list)[0];
   EXPECT_EQ(GetString(entry, "id"), sandbox) << json;
   EXPECT_EQ(GetString(entry, "credential"), "credential 1") << json;
-  EXPECT_EQ(GetString(entry, "server").rfind(fake().base_url(), 0), 0u) << json;
+  EXPECT_EQ(GetString(entry, "server").rfind(base_url(), 0), 0u) << json;
   const rapidjson::Value* endpoints = Find(entry, "endpoints");
   ASSERT_TRUE(endpoints != nullptr && endpoints->IsArray() && endpoints->Size() >= 1) << json;
   EXPECT_FALSE(GetString((*endpoints)[0], "url").empty()) << json;
   EXPECT_EQ(GetString((*endpoints)[0], "access"), "direct") << json;
   EXPECT_GE(GetInt(entry, "age_s", -1), 0) << json;
-  EXPECT_EQ(json.find(kApiKey), std::string::npos) << "the API key is shown: " << json;
+  EXPECT_EQ(json.find(api_key()), std::string::npos) << "the API key is shown: " << json;
 
   MessagePtr killed = shim->Request("sandbox.kill", JsonObject().Str("sandbox_id", sandbox).str(),
                                     Millis(20000));
@@ -143,12 +143,12 @@ TEST_F(BridgeOpsTest, SandboxesListsWhatTheBridgeCachedWithoutTheKey) {
   std::string after = BridgeCommand({"sandboxes", "--socket", socket_path()}, &ok);
   ASSERT_TRUE(ok) << after;
   EXPECT_EQ(after.find(sandbox), std::string::npos) << "still listed after kill: " << after;
-  EXPECT_EQ(after.find(kApiKey), std::string::npos) << after;
+  EXPECT_EQ(after.find(api_key()), std::string::npos) << after;
 }
 
 TEST_F(BridgeOpsTest, SandboxesNeverShowsAPasswordInTheServerUrl) {
   const std::string password = "e2e-UrlPassword-93c1";
-  std::string url = fake().base_url();
+  std::string url = base_url();
   url.insert(url.find("://") + 3, "someone:" + password + "@");
   EppSession* shim = StartInitializedShim({{"ABX_OPENSANDBOX_BASE_URL", url}});
   ASSERT_NE(shim, nullptr);
@@ -161,7 +161,7 @@ TEST_F(BridgeOpsTest, SandboxesNeverShowsAPasswordInTheServerUrl) {
     std::string output = BridgeCommand(args, &ok);
     ASSERT_TRUE(ok) << output;
     EXPECT_NE(output.find(sandbox), std::string::npos) << output;
-    EXPECT_NE(output.find(fake().base_url()), std::string::npos) << output;
+    EXPECT_NE(output.find(base_url()), std::string::npos) << output;
     EXPECT_EQ(output.find(password), std::string::npos) << "the URL's password is shown: " << output;
     EXPECT_EQ(output.find("someone"), std::string::npos) << output;
   }
@@ -446,7 +446,7 @@ TEST_F(BridgeOpsTest, LogIsJsonLinesWithRequestIdsAndNoSecrets) {
   EXPECT_EQ(GetString(*failed[0], "id"), ToJson(missing->id())) << log;
   EXPECT_EQ(GetString(*failed[0], "request_id"), request_id) << log;
   EXPECT_EQ(GetString(*failed[0], "shim_pid"), std::to_string(shim->pid())) << log;
-  EXPECT_EQ(log.find(kApiKey), std::string::npos) << "the API key is in the log";
+  EXPECT_EQ(log.find(api_key()), std::string::npos) << "the API key is in the log";
 }
 
 TEST_F(BridgeOpsTest, ShimStartsTheBridgeOnceABridgeOnItsWayOutFreesTheLock) {

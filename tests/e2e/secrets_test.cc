@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/e2e/base64_encode.h"
 #include "tests/e2e/harness.h"
 
 namespace abx::e2e {
@@ -36,26 +37,6 @@ constexpr char kOptionUser[] = "opt-user-2c9e10";
 constexpr char kRegistryPasswordOption[] = "reg-Pass-opt-0d5e2b8c44";
 constexpr char kWrongApiKey[] = "wrong-Key-6e0f2a9d13-nope";
 constexpr char kWrongExecdToken[] = "wrong-Tok-a81f3c0b77-nope";
-
-std::string Base64(const std::string& bytes) {
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63],
-            kAlphabet[n & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    uint32_t n = uint8_t(bytes[i]) << 16;
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
 
 // /proc/<pid>/<file> with NULs shown as spaces ("" when unreadable).
 std::string ProcText(pid_t pid, const char* file) {

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "tests/e2e/base64_encode.h"
 #include "tests/e2e/json_util.h"
 
 namespace abx::soak {
@@ -13,31 +14,13 @@ using e2e::GetString;
 using e2e::JsonObject;
 
 // Generous: a loaded 2-core machine runs 64 sessions at once.
+using e2e::Base64;
+
 constexpr Millis kCallTimeout{90000};
 constexpr size_t kKeptFailures = 8;
 constexpr uint64_t kMaxThinkMs = 1000;
 
-std::string Base64(const std::string& bytes) {
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63],
-            kAlphabet[n & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    uint32_t n = uint8_t(bytes[i]) << 16;
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
-
-// Where two strings first differ, and the text around it, two strings first differ, for a failure message.
+// Where two strings first differ, and the text around it, for a failure message.
 std::string FirstDifference(const std::string& got, const std::string& want) {
   size_t at = 0;
   while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;

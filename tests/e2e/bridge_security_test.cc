@@ -183,21 +183,26 @@ class BridgeSecurityTest : public TestEnv {
               std::string::npos);
   }
 
+  // Another uid's attempt on the socket `shim` is connected to is refused, and
+  // the bridge goes on serving its own user through that same session.
+  void ExpectOtherUserRefusedWhileServing(EppSession* shim) {
+    OpenUp();
+    OtherUserAttempt attempt = ConnectAsOtherUser();
+    CloseUp();
+    ExpectRefused(attempt);
+
+    MessagePtr listed = shim->Request("sandbox.list", "{}");
+    ASSERT_NE(listed, nullptr);
+    EXPECT_FALSE(listed->IsError()) << listed->raw;
+  }
+
   std::string other_binary_;
 };
 
 TEST_F(BridgeSecurityTest, AnotherUidIsRefusedByAShimStartedBridge) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
-  OpenUp();
-  OtherUserAttempt attempt = ConnectAsOtherUser();
-  CloseUp();
-  ExpectRefused(attempt);
-
-  // The bridge goes on serving its own user.
-  MessagePtr listed = shim->Request("sandbox.list", "{}");
-  ASSERT_NE(listed, nullptr);
-  EXPECT_FALSE(listed->IsError()) << listed->raw;
+  ExpectOtherUserRefusedWhileServing(shim);
   EppSession* second = StartInitializedShim();
   ASSERT_NE(second, nullptr);
 }
@@ -209,14 +214,7 @@ TEST_F(BridgeSecurityTest, AnotherUidIsRefusedOnAnActivatedSocket) {
   ASSERT_NE(bridge, nullptr) << error;
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
-  OpenUp();
-  OtherUserAttempt attempt = ConnectAsOtherUser();
-  CloseUp();
-  ExpectRefused(attempt);
-
-  MessagePtr listed = shim->Request("sandbox.list", "{}");
-  ASSERT_NE(listed, nullptr);
-  EXPECT_FALSE(listed->IsError()) << listed->raw;
+  ExpectOtherUserRefusedWhileServing(shim);
   shim->CloseStdin();
   shim->WaitExit(Millis(3000));
 }

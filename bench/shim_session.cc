@@ -87,6 +87,42 @@ Answer ShimSession::Await(int64_t id, int timeout_ms, const NotificationFn& on_n
   }
 }
 
+bool ShimSession::ReadRawLine(std::string* line, int timeout_ms) {
+  char* data = nullptr;
+  size_t size = 0;
+  if (!reader_->Next(&data, &size, timeout_ms, nullptr)) return false;
+  line->assign(data, size);
+  return true;
+}
+
+Answer ShimSession::ParseAnswer(std::string line, int64_t id) {
+  Answer answer;
+  auto doc = std::make_unique<rapidjson::Document>();
+  doc->Parse(line.data(), line.size());
+  if (doc->HasParseError() || !doc->IsObject()) {
+    answer.error = "unparsable line from the shim";
+    return answer;
+  }
+  auto idv = doc->FindMember("id");
+  if (idv == doc->MemberEnd() || !idv->value.IsInt64() || idv->value.GetInt64() != id) {
+    answer.error = "not the answer to request " + std::to_string(id);
+    return answer;
+  }
+  auto result = doc->FindMember("result");
+  if (result == doc->MemberEnd()) {
+    auto err = doc->FindMember("error");
+    answer.error = err != doc->MemberEnd() && err->value.IsObject() && err->value.HasMember("message") &&
+                           err->value["message"].IsString()
+                       ? err->value["message"].GetString()
+                       : "an answer with neither result nor error";
+    return answer;
+  }
+  answer.ok = true;
+  answer.result = &result->value;
+  answer.doc = std::move(doc);
+  return answer;
+}
+
 Answer ShimSession::Initialize(int timeout_ms) {
   return Await(Send("initialize", "{\"protocol\":\"EPP/1\",\"host\":{\"name\":\"abx-bench\",\"version\":\"1\"}}"),
                timeout_ms);

@@ -53,6 +53,13 @@ class ShimSession {
   using NotificationFn = std::function<void(char* line, size_t size)>;
   Answer Await(int64_t id, int timeout_ms, const NotificationFn& on_notification = {});
 
+  // The next line the shim writes, copied into `line` as it is, unparsed; false on a
+  // timeout or end of output. For timing what the provider does up to the host's pipe,
+  // with the host's own parsing left for later (ParseAnswer).
+  bool ReadRawLine(std::string* line, int timeout_ms);
+  // Parses a line read raw as the answer to `id`.
+  static Answer ParseAnswer(std::string line, int64_t id);
+
   Answer Call(const std::string& method, const std::string& params_json, int timeout_ms = 60000) {
     return Await(Send(method, params_json), timeout_ms);
   }

@@ -1,14 +1,38 @@
 #include "epp-shim/line_meta.h"
 
-#include <cstring>
-
+// A files.write line is megabytes of base64 that the shim reads only to find `method`
+// and `id`. So UTF-8 is checked on the whole line first, 16 bytes at a time
+// (common/utf8_check.h, as the bridge does), and the parser then runs without its own
+// byte-by-byte check, scanning string contents 16 bytes at a time with SSE2 (part of
+// every x86-64). That scanning is switched on for this file only, so RapidJSON lives in
+// a namespace of its own here (as in bridge/upstream/sse_parser.cc): its templates must
+// not be merged with the plain ones other files instantiate.
+#if defined(RAPIDJSON_SSE2) || defined(RAPIDJSON_SSE42)
+// Already on for the whole build (//third_party:rapidjson).
+#elif defined(__SSE4_2__)
+#define RAPIDJSON_SSE42
+#elif defined(__SSE2__)
+#define RAPIDJSON_SSE2
+#endif
+#define RAPIDJSON_NAMESPACE abx_line_meta_rapidjson
+#define RAPIDJSON_NAMESPACE_BEGIN namespace abx_line_meta_rapidjson {
+#define RAPIDJSON_NAMESPACE_END }
 #include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
+#include <cstring>
+
+#include "common/utf8_check.h"
+
 namespace abx {
+namespace rapidjson = ::abx_line_meta_rapidjson;
 namespace {
+
+// The SIMD scan reads aligned 16-byte blocks, so it may read up to 15 bytes past the
+// terminating NUL of a NUL-terminated input: only where the buffer holds them.
+constexpr size_t kScanSlack = 15;
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
@@ -23,6 +47,8 @@ class TopLevelHandler
   // `stream` and `size` let a prefix parse tell a complete token from a cut one.
   TopLevelHandler(const rapidjson::MemoryStream* stream, size_t size, bool prefix)
       : stream_(stream), size_(size), prefix_(prefix) {}
+  // A whole line: no token is cut.
+  TopLevelHandler() : stream_(nullptr), size_(0), prefix_(false) {}
 
   bool Default() { return true; }
 
@@ -145,25 +171,42 @@ class TopLevelHandler
   bool has_error_ = false;
 };
 
-LineMeta Parse(const std::string& text, bool prefix) {
-  rapidjson::MemoryStream stream(text.data(), text.size());
-  TopLevelHandler handler(&stream, text.size(), prefix);
+// Iterative, so 8 MiB of '[' cannot exhaust the stack (the bridge parses so too).
+constexpr unsigned kWholeLineFlags = rapidjson::kParseIterativeFlag;
+// A prefix may end inside a character: the parser's own check stops there.
+constexpr unsigned kPrefixFlags =
+    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+
+template <typename Stream>
+LineMeta ParseWhole(Stream& stream, size_t size) {
+  TopLevelHandler handler;
   rapidjson::Reader reader;
-  // The bridge's flags, so both sides agree on which lines are JSON at all; iterative,
-  // so 8 MiB of '[' cannot exhaust the stack.
-  rapidjson::ParseResult ok =
-      reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(
-          stream, handler);
-  // A NUL byte ends a MemoryStream early; refuse lines that have one (not JSON anyway).
-  if (!prefix && (!ok || stream.Tell() != text.size())) return LineMeta();
+  rapidjson::ParseResult ok = reader.Parse<kWholeLineFlags>(stream, handler);
+  // A NUL byte ends the input early; refuse lines that have one (not JSON anyway).
+  if (!ok || stream.Tell() != size) return LineMeta();
   return handler.Result();
 }
 
 }  // namespace
 
-LineMeta ParseLineMeta(const std::string& line) { return Parse(line, /*prefix=*/false); }
+LineMeta ParseLineMeta(const std::string& line) {
+  // Invalid UTF-8 anywhere makes a line not JSON, for the bridge as for the shim.
+  if (!IsValidUtf8(line)) return LineMeta();
+  if (line.capacity() >= line.size() + kScanSlack) {
+    rapidjson::StringStream stream(line.c_str());  // the SIMD scan works on this one
+    return ParseWhole(stream, line.size());
+  }
+  rapidjson::MemoryStream stream(line.data(), line.size());
+  return ParseWhole(stream, line.size());
+}
 
-LineMeta ParseLinePrefixMeta(const std::string& prefix) { return Parse(prefix, /*prefix=*/true); }
+LineMeta ParseLinePrefixMeta(const std::string& prefix) {
+  rapidjson::MemoryStream stream(prefix.data(), prefix.size());
+  TopLevelHandler handler(&stream, prefix.size(), /*prefix=*/true);
+  rapidjson::Reader reader;
+  reader.Parse<kPrefixFlags>(stream, handler);
+  return handler.Result();
+}
 
 std::string CanonicalIdJson(const std::string& json) {
   LineMeta meta = ParseLineMeta("{\"method\":\"\",\"id\":" + json + "}");

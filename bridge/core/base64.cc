@@ -2,6 +2,11 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace abx::core {
 namespace {
@@ -17,28 +22,133 @@ int Value(unsigned char c) {
   return -1;
 }
 
+#if defined(__x86_64__)
+// Decodes whole blocks of 16 alphabet characters into 12 bytes each, with SSSE3: every
+// byte is classified by range (A-Z, a-z, 0-9, '+', '/') and shifted to its 6-bit value
+// in one pass, then the four values of each group are packed into three bytes by two
+// multiply-adds and one shuffle (the method of Muła and Lemire, "Faster Base64 Encoding
+// and Decoding using AVX2 Instructions", 2018). A block holding anything else (padding,
+// whitespace, garbage) ends the run; the callers' loops take over there. Returns the
+// input bytes consumed (a multiple of 16) and writes 12 bytes per block at `out`.
+__attribute__((target("ssse3"))) size_t DecodeBlocksSsse3(const unsigned char* in, size_t size,
+                                                           char* out) {
+  auto in_range = [](__m128i c, char low, char high) {
+    return _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8(static_cast<char>(low - 1))),
+                         _mm_cmplt_epi8(c, _mm_set1_epi8(static_cast<char>(high + 1))));
+  };
+  const __m128i pack_pairs = _mm_set1_epi32(0x01400140);   // a * 64 + b per 16 bits
+  const __m128i pack_quads = _mm_set1_epi32(0x00011000);   // ab * 4096 + cd per 32 bits
+  const __m128i big_endian = _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+  size_t i = 0;
+  for (; i + 16 <= size; i += 16) {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    // Bytes >= 0x80 are negative as signed chars and fall in no range.
+    const __m128i upper = in_range(c, 'A', 'Z');
+    const __m128i lower = in_range(c, 'a', 'z');
+    const __m128i digit = in_range(c, '0', '9');
+    const __m128i plus = _mm_cmpeq_epi8(c, _mm_set1_epi8('+'));
+    const __m128i slash = _mm_cmpeq_epi8(c, _mm_set1_epi8('/'));
+    const __m128i valid =
+        _mm_or_si128(_mm_or_si128(upper, lower), _mm_or_si128(_mm_or_si128(digit, plus), slash));
+    if (_mm_movemask_epi8(valid) != 0xFFFF) break;
+    __m128i shift = _mm_and_si128(upper, _mm_set1_epi8(-'A'));
+    shift = _mm_or_si128(shift, _mm_and_si128(lower, _mm_set1_epi8(26 - 'a')));
+    shift = _mm_or_si128(shift, _mm_and_si128(digit, _mm_set1_epi8(52 - '0')));
+    shift = _mm_or_si128(shift, _mm_and_si128(plus, _mm_set1_epi8(62 - '+')));
+    shift = _mm_or_si128(shift, _mm_and_si128(slash, _mm_set1_epi8(63 - '/')));
+    const __m128i values = _mm_add_epi8(c, shift);
+    const __m128i quads = _mm_madd_epi16(_mm_maddubs_epi16(values, pack_pairs), pack_quads);
+    const __m128i bytes = _mm_shuffle_epi8(quads, big_endian);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
+    const uint32_t tail = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_srli_si128(bytes, 8)));
+    std::memcpy(out + 8, &tail, 4);
+    out += 12;
+  }
+  return i;
+}
+
+// Encodes whole groups of 12 bytes into 16 characters each, with SSSE3 (the same paper's
+// method): one shuffle spreads each 3 bytes over a 32-bit lane, two multiplies move the
+// four 6-bit values into bytes of their own, and a 16-entry shuffle table adds each
+// value's offset into the alphabet. Reads 16 bytes per step, so it stops 4 bytes short
+// of the end; returns the input bytes consumed (a multiple of 12), 16 characters each.
+__attribute__((target("ssse3"))) size_t EncodeGroupsSsse3(const unsigned char* in, size_t size,
+                                                           char* out) {
+  const __m128i spread = _mm_set_epi8(10, 11, 9, 10, 7, 8, 6, 7, 4, 5, 3, 4, 1, 2, 0, 1);
+  const __m128i offsets = _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                        '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                        '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+  size_t i = 0;
+  for (; i + 16 <= size; i += 12) {
+    const __m128i bytes =
+        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)), spread);
+    const __m128i first_third =
+        _mm_mulhi_epu16(_mm_and_si128(bytes, _mm_set1_epi32(0x0fc0fc00)), _mm_set1_epi32(0x04000040));
+    const __m128i second_fourth =
+        _mm_mullo_epi16(_mm_and_si128(bytes, _mm_set1_epi32(0x003f03f0)), _mm_set1_epi32(0x01000010));
+    const __m128i values = _mm_or_si128(first_third, second_fourth);
+    // 0-25 -> 13 ('A'), 26-51 -> 0 ('a' - 26), 52-61 -> 1-10 ('0' - 52), 62 -> 11, 63 -> 12.
+    __m128i slot = _mm_subs_epu8(values, _mm_set1_epi8(51));
+    const __m128i below_26 = _mm_cmpgt_epi8(_mm_set1_epi8(26), values);
+    slot = _mm_or_si128(slot, _mm_and_si128(below_26, _mm_set1_epi8(13)));
+    const __m128i text = _mm_add_epi8(values, _mm_shuffle_epi8(offsets, slot));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), text);
+    out += 16;
+  }
+  return i;
+}
+
+bool HasSsse3() {
+  static const bool has = __builtin_cpu_supports("ssse3");
+  return has;
+}
+#endif
+
 }  // namespace
+
+void AppendBase64(std::string_view in, std::string* out) {
+  // files.read encodes up to 4 MiB per call: 12 bytes at a time with SSSE3 where the CPU
+  // has it, then (and everywhere else) each 12 bits become two characters through one
+  // table lookup, half the lookups and stores of going character by character.
+  static const auto kPairs = [] {
+    std::array<std::array<char, 2>, 4096> pairs{};
+    for (int v = 0; v < 4096; ++v) pairs[v] = {kAlphabet[v >> 6], kAlphabet[v & 63]};
+    return pairs;
+  }();
+  const size_t start = out->size();
+  out->resize(start + (in.size() + 2) / 3 * 4);
+  char* o = out->data() + start;
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (HasSsse3()) {
+    i = EncodeGroupsSsse3(p, in.size(), o);
+    o += i / 3 * 4;
+  }
+#endif
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t v = (uint32_t(p[i]) << 16) | (uint32_t(p[i + 1]) << 8) | p[i + 2];
+    const auto& hi = kPairs[v >> 12];
+    const auto& lo = kPairs[v & 4095];
+    o[0] = hi[0];
+    o[1] = hi[1];
+    o[2] = lo[0];
+    o[3] = lo[1];
+    o += 4;
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(p[i]) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(p[i + 1]) << 8;
+    o[0] = kAlphabet[v >> 18];
+    o[1] = kAlphabet[(v >> 12) & 63];
+    o[2] = i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    o[3] = '=';
+  }
+}
 
 std::string Base64Encode(std::string_view in) {
   std::string out;
-  out.resize((in.size() + 2) / 3 * 4);
-  size_t o = 0, i = 0;
-  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  for (; i + 3 <= in.size(); i += 3) {
-    const uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
-    out[o++] = kAlphabet[v >> 18];
-    out[o++] = kAlphabet[(v >> 12) & 63];
-    out[o++] = kAlphabet[(v >> 6) & 63];
-    out[o++] = kAlphabet[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = p[i] << 16;
-    if (i + 1 < in.size()) v |= p[i + 1] << 8;
-    out[o++] = kAlphabet[v >> 18];
-    out[o++] = kAlphabet[(v >> 12) & 63];
-    out[o++] = i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out[o++] = '=';
-  }
+  AppendBase64(in, &out);
   return out;
 }
 
@@ -57,6 +167,12 @@ std::optional<std::string> Base64Decode(std::string_view in) {
   char* o = out.data();
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
   size_t i = 0;
+#if defined(__x86_64__)
+  if (HasSsse3()) {
+    i = DecodeBlocksSsse3(p, in.size(), o);
+    o += i / 4 * 3;
+  }
+#endif
   for (; i + 4 <= in.size(); i += 4) {
     const int a = kValues[p[i]], b = kValues[p[i + 1]], c = kValues[p[i + 2]], d = kValues[p[i + 3]];
     if ((a | b | c | d) < 0) break;

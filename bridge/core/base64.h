@@ -8,6 +8,8 @@
 namespace abx::core {
 
 std::string Base64Encode(std::string_view bytes);
+// The same, appended to `out` (files.read builds its answer line in place).
+void AppendBase64(std::string_view bytes, std::string* out);
 // nullopt on any character outside the alphabet or a bad length/padding; ASCII
 // whitespace is skipped, as MIME line breaks are common in hand-made input.
 std::optional<std::string> Base64Decode(std::string_view text);

@@ -233,7 +233,7 @@ Result<std::string> ExecdClient::Download(const std::string& path, int64_t offse
   return std::move(answer->body);
 }
 
-Status ExecdClient::Upload(const std::string& path, const std::string& data, int mode,
+Status ExecdClient::Upload(const std::string& path, std::string_view data, int mode,
                            const CancelToken* cancel) {
   upstream::UploadFile file;
   file.path = path;

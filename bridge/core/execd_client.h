@@ -75,7 +75,7 @@ class ExecdClient {
   // Bytes [offset, offset+length) of a file (length 0: to the end).
   Result<std::string> Download(const std::string& path, int64_t offset, int64_t length,
                                const CancelToken* cancel);
-  Status Upload(const std::string& path, const std::string& data, int mode,
+  Status Upload(const std::string& path, std::string_view data, int mode,
                 const CancelToken* cancel);
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);

@@ -74,7 +74,7 @@ Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& p
 }
 
 Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& path,
-                             const std::string& data, std::optional<int> mode, bool append,
+                             std::string_view data, std::optional<int> mode, bool append,
                              CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
   if (append) {
@@ -92,7 +92,7 @@ Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& p
 // own bytes (downloading the file and uploading it whole again made a run of appends
 // quadratic), and `>>` appends in place, so the file keeps its inode, owner and mode.
 Result<int64_t> Files::AppendExisting(ExecdClient& execd, const std::string& path,
-                                      int64_t existing_size, const std::string& data,
+                                      int64_t existing_size, std::string_view data,
                                       std::optional<int> mode, CancelToken* cancel) {
   if (data.empty() && !mode) return existing_size;
   std::random_device random;

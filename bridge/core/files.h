@@ -41,7 +41,7 @@ class Files {
                         int64_t length, CancelToken* cancel);
   // Returns the file's size after the write. `mode` is the permission bits (e.g. 0644).
   Result<int64_t> Write(const std::string& sandbox_id, const std::string& path,
-                        const std::string& data, std::optional<int> mode, bool append,
+                        std::string_view data, std::optional<int> mode, bool append,
                         CancelToken* cancel);
   Result<std::vector<FileEntry>> List(const std::string& sandbox_id, const std::string& path,
                                       int depth, CancelToken* cancel);
@@ -63,7 +63,7 @@ class Files {
   Result<ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
   // Appends `data` to a file that exists; returns its new size.
   Result<int64_t> AppendExisting(ExecdClient& execd, const std::string& path, int64_t existing_size,
-                                 const std::string& data, std::optional<int> mode,
+                                 std::string_view data, std::optional<int> mode,
                                  CancelToken* cancel);
   Upstream* upstream_;
   const ProviderConfig* config_;

@@ -1,5 +1,7 @@
 #include "bridge/core/utf8.h"
 
+#include "common/utf8_check.h"
+
 namespace abx::core {
 namespace {
 
@@ -31,14 +33,7 @@ size_t SequenceLength(std::string_view s, size_t i) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceLength(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
+bool IsValidUtf8(std::string_view text) { return abx::IsValidUtf8(text); }
 
 size_t CompleteUtf8Prefix(std::string_view text) {
   const size_t size = text.size();

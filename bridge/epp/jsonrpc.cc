@@ -10,41 +10,66 @@
 
 #include "bridge/core/error_mapping.h"
 #include "bridge/core/utf8.h"
+#include "common/utf8_check.h"
 
 namespace abx::epp {
 namespace {
 
-// Iterative parsing: a line of 8 MiB of '[' must not exhaust the stack. Not full
-// precision, though it would echo long fractional ids exactly: RapidJSON 1.1's
+// Both parses are iterative: a line of 8 MiB of '[' must not exhaust the stack. Neither is
+// full precision, though it would echo long fractional ids exactly: RapidJSON 1.1's
 // full-precision reader turns `0e308` into -6e-269 (docs/RELIABILITY.md).
+// Cut lines (RecoverId) are read by a validating stream parser.
 constexpr unsigned kParseFlags =
     rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
+// A whole line is parsed in place: strings are unescaped inside the line's own buffer
+// and the document points into it, so a files.write chunk (megabytes of base64) is
+// never copied into the document. UTF-8 is checked on the whole line beforehand
+// (common/utf8_check.h, 16 bytes at a time on ASCII) instead of byte by byte inside
+// the parser; the shim checks the same way, so both agree on what is JSON. Without the
+// parser's own check, RapidJSON scans strings 16 bytes at a time (RAPIDJSON_SSE2, set
+// for the whole build by //third_party:rapidjson): in aligned blocks, so it may read up
+// to 15 bytes past the line's terminating NUL, never across a page (RapidJSON's design);
+// builds with AddressSanitizer, which checks each byte, use the plain scan.
+constexpr unsigned kInsituFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseInsituFlag;
+
+// The line and the document that points into it, freed together.
+struct ParsedLine {
+  explicit ParsedLine(std::string text) : text(std::move(text)) {}
+  std::string text;
+  rapidjson::Document doc;
+};
+
 }  // namespace
 
-core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json) {
+core::Result<Envelope> ParseEnvelope(std::string line, std::string* id_json) {
   *id_json = "null";
   // RapidJSON reads a NUL byte as the end of the text, so `{…}\0garbage` would parse as
   // its prefix; a raw NUL is never valid JSON text.
-  if (const size_t nul = line.find('\0'); nul != std::string_view::npos) {
+  if (const size_t nul = line.find('\0'); nul != std::string::npos) {
     return core::MakeError(core::ErrorCode::kParse,
                            "parse error: a NUL byte at byte " + std::to_string(nul));
   }
-  auto doc = std::make_shared<rapidjson::Document>();
-  doc->Parse<kParseFlags>(line.data(), line.size());
-  if (doc->HasParseError()) {
+  if (const size_t bad = FirstInvalidUtf8(line); bad != line.size()) {
+    return core::MakeError(core::ErrorCode::kParse,
+                           "parse error: invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  auto parsed = std::make_shared<ParsedLine>(std::move(line));
+  rapidjson::Document& doc = parsed->doc;
+  doc.ParseInsitu<kInsituFlags>(parsed->text.data());
+  if (doc.HasParseError()) {
     return core::MakeError(core::ErrorCode::kParse,
                            std::string("parse error: ") +
-                               rapidjson::GetParseError_En(doc->GetParseError()) +
-                               " at byte " + std::to_string(doc->GetErrorOffset()));
+                               rapidjson::GetParseError_En(doc.GetParseError()) + " at byte " +
+                               std::to_string(doc.GetErrorOffset()));
   }
-  if (!doc->IsObject()) {
+  if (!doc.IsObject()) {
     return core::MakeError(core::ErrorCode::kInvalidRequest,
                            "invalid request: a message must be a JSON object");
   }
   Envelope env;
-  auto id = doc->FindMember("id");
-  if (id != doc->MemberEnd()) {
+  auto id = doc.FindMember("id");
+  if (id != doc.MemberEnd()) {
     // RapidJSON reads some too-large numbers (12.2e308) as infinity, which no JSON can
     // carry back in the answer: such an id is as unusable as an object.
     const bool finite = !id->value.IsDouble() || std::isfinite(id->value.GetDouble());
@@ -56,27 +81,28 @@ core::Result<Envelope> ParseEnvelope(std::string_view line, std::string* id_json
     env.id_json = ToJson(id->value);
     *id_json = env.id_json;
   }
-  auto version = doc->FindMember("jsonrpc");
-  if (version == doc->MemberEnd() || !version->value.IsString() ||
+  auto version = doc.FindMember("jsonrpc");
+  if (version == doc.MemberEnd() || !version->value.IsString() ||
       std::string_view(version->value.GetString(), version->value.GetStringLength()) != "2.0") {
     return core::MakeError(core::ErrorCode::kInvalidRequest,
                            "invalid request: jsonrpc must be \"2.0\"");
   }
-  auto method = doc->FindMember("method");
-  if (method == doc->MemberEnd() || !method->value.IsString()) {
+  auto method = doc.FindMember("method");
+  if (method == doc.MemberEnd() || !method->value.IsString()) {
     return core::MakeError(core::ErrorCode::kInvalidRequest,
                            "invalid request: method must be a string");
   }
   env.method.assign(method->value.GetString(), method->value.GetStringLength());
-  auto params = doc->FindMember("params");
-  if (params != doc->MemberEnd()) {
+  auto params = doc.FindMember("params");
+  if (params != doc.MemberEnd()) {
     if (!params->value.IsObject() && !params->value.IsArray()) {
       return core::MakeError(core::ErrorCode::kInvalidRequest,
                              "invalid request: params must be an object or an array");
     }
     env.params = &params->value;
   }
-  env.doc = std::move(doc);
+  // The document's pointer keeps the line alive with it.
+  env.doc = std::shared_ptr<rapidjson::Document>(parsed, &parsed->doc);
   return env;
 }
 
@@ -149,12 +175,20 @@ std::string RecoverId(std::string_view prefix) {
 }
 
 std::string ResponseLine(const std::string& id_json, std::string_view result_json) {
-  std::string line;
-  line.reserve(result_json.size() + id_json.size() + 40);
-  line.append("{\"jsonrpc\":\"2.0\",\"id\":").append(id_json).append(",\"result\":");
-  line.append(result_json).append("}");
+  std::string line = ResponseStart(id_json, result_json.size());
+  line.append(result_json);
+  ResponseEnd(&line);
   return line;
 }
+
+std::string ResponseStart(const std::string& id_json, size_t result_size_hint) {
+  std::string line;
+  line.reserve(result_size_hint + id_json.size() + 40);
+  line.append("{\"jsonrpc\":\"2.0\",\"id\":").append(id_json).append(",\"result\":");
+  return line;
+}
+
+void ResponseEnd(std::string* line) { line->push_back('}'); }
 
 std::string ErrorLine(const std::string& id_json, const core::Error& error) {
   std::string data = "{";

@@ -4,6 +4,7 @@
 #include "bridge/core/files.h"
 #include "bridge/core/json.h"
 #include "bridge/core/utf8.h"
+#include "bridge/epp/jsonrpc.h"
 #include "bridge/epp/methods.h"
 #include "bridge/epp/params.h"
 #include "bridge/epp/session.h"
@@ -60,36 +61,48 @@ core::Result<std::string> FilesRead(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::FileRead read,
                        FilesOf(req).Read(id, path, offset.value_or(0),
                                          length.value_or(core::kMaxReadBytes), &req.cancel()));
-  std::string data;
-  if (encoding == "base64") {
-    data = core::Base64Encode(read.data);
-  } else {
+  if (encoding != "base64") {
     // utf8: a chunk boundary may fall inside a character; return whole characters only
     // (the next offset follows from the bytes returned).
     if (!read.eof) read.data.resize(core::CompleteUtf8Prefix(read.data));
     if (!core::IsValidUtf8(read.data)) {
       return core::InvalidParams("encoding", path + " is not UTF-8 text; read it with encoding base64");
     }
-    data = read.data;
     read.eof = read.offset + static_cast<int64_t>(read.data.size()) >= read.size;
   }
-  return "{\"data\":" + Quote(data) + ",\"encoding\":" + Quote(encoding) + ",\"offset\":" +
-         std::to_string(read.offset) + ",\"size\":" + std::to_string(read.size) +
-         ",\"eof\":" + (read.eof ? "true" : "false") + "}";
+  // Up to 4 MiB of data: the answer line is made here and the data encoded (or quoted)
+  // straight into it, rather than into a result that is then copied into a line.
+  std::string line = ResponseStart(req.id_json(), read.data.size() / 3 * 4 + 200);
+  line += "{\"data\":";
+  if (encoding == "base64") {
+    line += '"';
+    core::AppendBase64(read.data, &line);
+    line += '"';
+  } else {
+    core::json::AppendQuoted(&line, read.data);
+  }
+  line += ",\"encoding\":" + Quote(encoding) + ",\"offset\":" + std::to_string(read.offset) +
+          ",\"size\":" + std::to_string(read.size) + ",\"eof\":" + (read.eof ? "true" : "false") +
+          "}";
+  ResponseEnd(&line);
+  req.RespondLine(std::move(line));
+  return std::string("null");  // answered above; the session ignores a second answer
 }
 
 core::Result<std::string> FilesWrite(Request& req) {
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RequiredPath(p));
-  ABX_ASSIGN_OR_RETURN(std::string data, p.RequiredString("data"));
+  // Megabytes in a large write: read where the request holds it, decoded once.
+  ABX_ASSIGN_OR_RETURN(std::string_view data, p.RequiredStringView("data"));
   ABX_ASSIGN_OR_RETURN(std::string encoding, Encoding(p));
   ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto append, p.Bool("append"));
+  std::optional<std::string> decoded;
   if (encoding == "base64") {
-    auto bytes = core::Base64Decode(data);
-    if (!bytes) return core::InvalidParams("data", "data is not valid base64");
-    data = std::move(*bytes);
+    decoded = core::Base64Decode(data);
+    if (!decoded) return core::InvalidParams("data", "data is not valid base64");
+    data = *decoded;
   }
   ABX_ASSIGN_OR_RETURN(int64_t size,
                        FilesOf(req).Write(id, path, data, mode, append.value_or(false), &req.cancel()));

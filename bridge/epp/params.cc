@@ -26,6 +26,13 @@ core::Result<std::string> Params::RequiredString(const char* key) const {
   return std::string(v->GetString(), v->GetStringLength());
 }
 
+core::Result<std::string_view> Params::RequiredStringView(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return core::InvalidParams(key, std::string(key) + " is required");
+  if (!v->IsString()) return WrongType(key, "a string");
+  return std::string_view(v->GetString(), v->GetStringLength());
+}
+
 core::Result<std::optional<std::string>> Params::String(const char* key) const {
   const rapidjson::Value* v = Raw(key);
   if (!v) return std::optional<std::string>();

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <rapidjson/document.h>
@@ -19,6 +20,9 @@ class Params {
 
   bool Has(const char* key) const;
   core::Result<std::string> RequiredString(const char* key) const;
+  // The string where it lies in the request's document, for large values (files.write
+  // data): valid as long as the request is.
+  core::Result<std::string_view> RequiredStringView(const char* key) const;
   core::Result<std::optional<std::string>> String(const char* key) const;
   core::Result<std::optional<int64_t>> Int(const char* key) const;
   core::Result<std::optional<double>> Number(const char* key) const;

@@ -59,6 +59,12 @@ bool Request::Respond(std::string_view result_json) {
   return true;
 }
 
+bool Request::RespondLine(std::string line) {
+  if (answered_.exchange(true)) return false;
+  session_->sink().Write(std::move(line), id_json_);
+  return true;
+}
+
 bool Request::Fail(const core::Error& error) {
   if (answered_.exchange(true)) return false;
   // One line per failed request, with the ids that tie it to the host's transcript
@@ -99,7 +105,7 @@ Session::~Session() {
 
 void Session::OnLine(std::string line) {
   std::string id_json;
-  auto parsed = ParseEnvelope(line, &id_json);
+  auto parsed = ParseEnvelope(std::move(line), &id_json);
   if (!parsed.ok()) {
     sink_->Write(ErrorLine(id_json, parsed.error()), id_json);
     return;

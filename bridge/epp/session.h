@@ -59,6 +59,8 @@ class Request {
 
   // Answers once; later answers are ignored. Returns false if already answered.
   bool Respond(std::string_view result_json);
+  // The same for a whole line made with ResponseStart/End (no further copy).
+  bool RespondLine(std::string line);
   bool Fail(const core::Error& error);
   bool answered() const { return answered_.load(); }
   // Marks a request that follows a command the host is attached to (exec.start without

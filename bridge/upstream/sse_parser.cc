@@ -5,7 +5,9 @@
 // by byte. That scanning is switched on for this file only, so RapidJSON lives in a
 // namespace of its own here: its templates and inline functions must not be merged with
 // the plain ones that other files instantiate.
-#if defined(__SSE4_2__)
+#if defined(RAPIDJSON_SSE2) || defined(RAPIDJSON_SSE42)
+// Already on for the whole build (//third_party:rapidjson).
+#elif defined(__SSE4_2__)
 #define RAPIDJSON_SSE42
 #elif defined(__SSE2__)
 #define RAPIDJSON_SSE2

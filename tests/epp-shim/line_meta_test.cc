@@ -128,5 +128,46 @@ TEST(LineMetaTest, UnreachableResponseIsValidJsonRpc) {
   EXPECT_NE(null_id.find(R"("id":null)"), std::string::npos) << null_id;
 }
 
+// A line is scanned 16 bytes at a time when its buffer has room past the end, byte by
+// byte otherwise: both must read the same lines the same way.
+TEST(LineMetaTest, TightAndRoomyBuffersAgree) {
+  const std::string lines[] = {
+      R"({"jsonrpc":"2.0","id":"a\"b","method":"files.write","params":{"data":"QUJD\u0041=="}})",
+      R"({"method":"x","id":12345678901234567890})",
+      "{\"method\":\"m\",\"id\":1,\"params\":{\"s\":\"\xC3\xA9\"}}",
+      "{\"method\":\"m\",\"id\":1,\"params\":{\"s\":\"\xC3\"}}",  // invalid UTF-8
+      "{\"method\":\"m\",\"id\":1,\"params\":{\"s\":\"a\tb\"}}",    // raw tab: not JSON
+      R"({"method":"m","id":1} trailing)",
+      R"(  {"method" : "m" , "id" : null }  )",
+  };
+  for (const std::string& line : lines) {
+    std::string tight;
+    tight.reserve(line.size());
+    tight.assign(line);
+    tight.shrink_to_fit();
+    std::string roomy;
+    roomy.reserve(line.size() + 64);
+    roomy.assign(line);
+    const LineMeta a = ParseLineMeta(tight), b = ParseLineMeta(roomy);
+    EXPECT_EQ(a.kind, b.kind) << line;
+    EXPECT_EQ(a.method, b.method) << line;
+    EXPECT_EQ(a.id_json, b.id_json) << line;
+  }
+  EXPECT_EQ(ParseLineMeta(lines[0]).id_json, R"("a\"b")");
+  EXPECT_EQ(ParseLineMeta(lines[3]).kind, Kind::kOther);
+  EXPECT_EQ(ParseLineMeta(lines[4]).kind, Kind::kOther);
+}
+
+TEST(LineMetaTest, MegabytesOfBase64AfterTheId) {
+  std::string line = R"({"jsonrpc":"2.0","id":77,"method":"files.write","params":{"data":")";
+  line.append(6 << 20, 'Q');
+  line += R"(","path":"/a"}})";
+  const LineMeta meta = ParseLineMeta(line);
+  EXPECT_EQ(meta.kind, Kind::kRequest);
+  EXPECT_EQ(meta.id_json, "77");
+  line[line.size() / 2] = '\x80';  // one invalid byte deep inside
+  EXPECT_EQ(ParseLineMeta(line).kind, Kind::kOther);
+}
+
 }  // namespace
 }  // namespace abx

@@ -40,6 +40,39 @@ TEST(JsonRpcTest, Errors) {
             core::ErrorCode::kParse);  // invalid UTF-8
 }
 
+// Lines are parsed in place: strings come out unescaped, and the document keeps the line
+// alive wherever the envelope goes.
+TEST(JsonRpcTest, InPlaceParsingUnescapesAndOwnsTheLine) {
+  std::string id;
+  std::string line = R"({"jsonrpc":"2.0","id":"q\"1","method":"files.write","params":{"data":")";
+  const std::string big(3 << 20, 'Z');
+  line += big + R"(","path":"\/a\u00e9\n"}})";
+  Envelope moved;
+  {
+    auto env = ParseEnvelope(std::move(line), &id);
+    ASSERT_TRUE(env.ok());
+    moved = std::move(env.value());
+  }
+  EXPECT_EQ(id, R"("q\"1")");
+  const rapidjson::Value& params = *moved.params;
+  EXPECT_EQ(std::string(params["path"].GetString(), params["path"].GetStringLength()),
+            "/a\xC3\xA9\n");
+  EXPECT_EQ(std::string(params["data"].GetString(), params["data"].GetStringLength()), big);
+}
+
+TEST(JsonRpcTest, InvalidUtf8AnywhereIsAParseError) {
+  std::string id;
+  EXPECT_EQ(ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\xC3", &id).error().code,
+            core::ErrorCode::kParse);
+  EXPECT_EQ(ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\xED\xA0\x80\"}", &id)
+                .error()
+                .code,
+            core::ErrorCode::kParse);
+  auto ok = ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xE2\x82\xAC\"}", &id);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->method, "\xE2\x82\xAC");
+}
+
 TEST(JsonRpcTest, DeepNestingDoesNotCrash) {
   std::string line(1 << 20, '[');
   std::string id;

@@ -1,15 +1,15 @@
 #include "epp-shim/line_meta.h"
 
 // A files.write line is megabytes of base64 that the shim reads only to find `method`
-// and `id`. So UTF-8 is checked on the whole line first, 16 bytes at a time
-// (common/utf8_check.h, as the bridge does), and the parser then runs without its own
-// byte-by-byte check, scanning string contents 16 bytes at a time with SSE2 (part of
-// every x86-64). That scanning is switched on for this file only, so RapidJSON lives in
-// a namespace of its own here (as in bridge/upstream/sse_parser.cc): its templates must
-// not be merged with the plain ones other files instantiate.
-#if defined(RAPIDJSON_SSE2) || defined(RAPIDJSON_SSE42)
-// Already on for the whole build (//third_party:rapidjson).
-#elif defined(__SSE4_2__)
+// and `id`. So the whole line is first checked for bytes no JSON text may hold, 16 bytes
+// at a time (common/json_text.h, as the bridge does), and the parser then runs without
+// its own byte-by-byte check, scanning string contents 16 bytes at a time with SSE2 (part
+// of every x86-64). That scanning is switched on for this file only, so RapidJSON lives
+// in a namespace of its own here (as in bridge/upstream/sse_parser.cc): its templates
+// must not be merged with the plain ones other files instantiate. Its SSE2 code misreads
+// the control characters 0x1A-0x1F (common/json_text.h): the check above keeps them out
+// of the parser, and string ids are written with AppendJsonQuoted, not its writer.
+#if defined(__SSE4_2__)
 #define RAPIDJSON_SSE42
 #elif defined(__SSE2__)
 #define RAPIDJSON_SSE2
@@ -24,7 +24,7 @@
 
 #include <cstring>
 
-#include "common/utf8_check.h"
+#include "common/json_text.h"
 
 namespace abx {
 namespace rapidjson = ::abx_line_meta_rapidjson;
@@ -97,7 +97,11 @@ class TopLevelHandler
       has_method_ = true;
       return true;
     }
-    return Scalar([&](JsonWriter* w) { w->String(text, length); });
+    return Scalar([&](JsonWriter* w) {
+      std::string quoted;
+      AppendJsonQuoted(&quoted, std::string_view(text, length));
+      w->RawValue(quoted.data(), quoted.size(), rapidjson::kStringType);
+    });
   }
 
   LineMeta Result() const {
@@ -190,8 +194,8 @@ LineMeta ParseWhole(Stream& stream, size_t size) {
 }  // namespace
 
 LineMeta ParseLineMeta(const std::string& line) {
-  // Invalid UTF-8 anywhere makes a line not JSON, for the bridge as for the shim.
-  if (!IsValidUtf8(line)) return LineMeta();
+  // Such a byte anywhere makes a line not JSON, for the bridge as for the shim.
+  if (FirstNonJsonByte(line) != line.size()) return LineMeta();
   if (line.capacity() >= line.size() + kScanSlack) {
     rapidjson::StringStream stream(line.c_str());  // the SIMD scan works on this one
     return ParseWhole(stream, line.size());
@@ -214,33 +218,12 @@ std::string CanonicalIdJson(const std::string& json) {
 }
 
 std::string BridgeUnreachableResponse(const std::string& id_json, const std::string& message) {
-  rapidjson::StringBuffer buffer;
-  JsonWriter writer(buffer);
-  writer.StartObject();
-  writer.Key("jsonrpc");
-  writer.String("2.0");
-  writer.Key("id");
-  if (id_json.empty()) {
-    writer.Null();
-  } else {
-    writer.RawValue(id_json.data(), id_json.size(), rapidjson::kNumberType);
-  }
-  writer.Key("error");
-  writer.StartObject();
-  writer.Key("code");
-  writer.Int(-32001);
-  writer.Key("message");
-  writer.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
-  writer.Key("data");
-  writer.StartObject();
-  writer.Key("epp_code");
-  writer.String("E8002");
-  writer.Key("retryable");
-  writer.Bool(true);
-  writer.EndObject();
-  writer.EndObject();
-  writer.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  std::string line = "{\"jsonrpc\":\"2.0\",\"id\":";
+  line += id_json.empty() ? "null" : id_json;
+  line += ",\"error\":{\"code\":-32001,\"message\":";
+  AppendJsonQuoted(&line, message);
+  line += ",\"data\":{\"epp_code\":\"E8002\",\"retryable\":true}}}";
+  return line;
 }
 
 }  // namespace abx

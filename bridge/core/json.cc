@@ -1,11 +1,14 @@
 #include "bridge/core/json.h"
 
+#include "common/json_text.h"
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
 
 namespace abx::core::json {
 
@@ -55,70 +58,7 @@ std::string ToJson(const rapidjson::Value& value) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-namespace {
-
-// What JSON needs escaped, as RapidJSON's Writer escapes it (so the output is the same
-// byte for byte): 0 = copied as is, 'u' = \u00XX, any other = a two-character escape.
-constexpr char EscapeOf(unsigned char c) {
-  return c == '\b'   ? 'b'
-         : c == '\t' ? 't'
-         : c == '\n' ? 'n'
-         : c == '\f' ? 'f'
-         : c == '\r' ? 'r'
-         : c < 0x20   ? 'u'
-         : c == '"'   ? '"'
-         : c == '\\' ? '\\'
-                      : 0;
-}
-
-// True when one of the 8 bytes of `word` may need escaping (a control character, '"'
-// or '\\'); never false when one does. Lets the scan skip clean text 8 bytes at a time.
-inline bool MayNeedEscape(uint64_t word) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHigh) != 0; };
-  const bool has_control = ((word - kOnes * 0x20) & ~word & kHigh) != 0;
-  return has_control || has_zero(word ^ (kOnes * '"')) || has_zero(word ^ (kOnes * '\\'));
-}
-
-}  // namespace
-
-void AppendQuoted(std::string* out, std::string_view text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  // Most text needs no escape: one allocation for that case, growth only for escapes.
-  out->reserve(out->size() + text.size() + 2);
-  out->push_back('"');
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  const char* run = p;  // start of the bytes not yet copied
-  while (p < end) {
-    if (end - p >= 8) {
-      uint64_t word;
-      std::memcpy(&word, p, 8);
-      if (!MayNeedEscape(word)) {
-        p += 8;
-        continue;
-      }
-    }
-    const char* const stop = std::min(p + 8, end);
-    for (; p < stop; ++p) {
-      const unsigned char c = static_cast<unsigned char>(*p);
-      const char escape = EscapeOf(c);
-      if (escape == 0) continue;
-      out->append(run, p);
-      if (escape == 'u') {
-        const char seq[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-        out->append(seq, 6);
-      } else {
-        const char seq[2] = {'\\', escape};
-        out->append(seq, 2);
-      }
-      run = p + 1;
-    }
-  }
-  out->append(run, end);
-  out->push_back('"');
-}
+void AppendQuoted(std::string* out, std::string_view text) { AppendJsonQuoted(out, text); }
 
 std::string Quote(std::string_view text) {
   std::string out;

@@ -1,6 +1,7 @@
 #include "bridge/epp/jsonrpc.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
@@ -10,7 +11,7 @@
 
 #include "bridge/core/error_mapping.h"
 #include "bridge/core/utf8.h"
-#include "common/utf8_check.h"
+#include "common/json_text.h"
 
 namespace abx::epp {
 namespace {
@@ -24,13 +25,10 @@ constexpr unsigned kParseFlags =
 
 // A whole line is parsed in place: strings are unescaped inside the line's own buffer
 // and the document points into it, so a files.write chunk (megabytes of base64) is
-// never copied into the document. UTF-8 is checked on the whole line beforehand
-// (common/utf8_check.h, 16 bytes at a time on ASCII) instead of byte by byte inside
-// the parser; the shim checks the same way, so both agree on what is JSON. Without the
-// parser's own check, RapidJSON scans strings 16 bytes at a time (RAPIDJSON_SSE2, set
-// for the whole build by //third_party:rapidjson): in aligned blocks, so it may read up
-// to 15 bytes past the line's terminating NUL, never across a page (RapidJSON's design);
-// builds with AddressSanitizer, which checks each byte, use the plain scan.
+// never copied into the document. The bytes no JSON text may hold (invalid UTF-8, raw
+// control characters, NUL among them) are looked for on the whole line first, 16 bytes
+// at a time (common/json_text.h), instead of byte by byte inside the parser; the shim
+// checks lines the same way, so both agree on what is JSON.
 constexpr unsigned kInsituFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseInsituFlag;
 
 // The line and the document that points into it, freed together.
@@ -44,15 +42,14 @@ struct ParsedLine {
 
 core::Result<Envelope> ParseEnvelope(std::string line, std::string* id_json) {
   *id_json = "null";
-  // RapidJSON reads a NUL byte as the end of the text, so `{…}\0garbage` would parse as
-  // its prefix; a raw NUL is never valid JSON text.
-  if (const size_t nul = line.find('\0'); nul != std::string::npos) {
+  // Among them a NUL: RapidJSON reads it as the end of the text, so `{…}\0garbage` would
+  // otherwise parse as its prefix.
+  if (const size_t bad = FirstNonJsonByte(line); bad != line.size()) {
+    const unsigned char c = static_cast<unsigned char>(line[bad]);
+    char what[64];
+    std::snprintf(what, sizeof what, c < 0x20 ? "a raw control character 0x%02X" : "invalid UTF-8 (0x%02X)", c);
     return core::MakeError(core::ErrorCode::kParse,
-                           "parse error: a NUL byte at byte " + std::to_string(nul));
-  }
-  if (const size_t bad = FirstInvalidUtf8(line); bad != line.size()) {
-    return core::MakeError(core::ErrorCode::kParse,
-                           "parse error: invalid UTF-8 at byte " + std::to_string(bad));
+                           std::string("parse error: ") + what + " at byte " + std::to_string(bad));
   }
   auto parsed = std::make_shared<ParsedLine>(std::move(line));
   rapidjson::Document& doc = parsed->doc;

@@ -4,10 +4,10 @@
 // "text") 16 bytes at a time with SSE2, part of every x86-64, instead of copying them byte
 // by byte. That scanning is switched on for this file only, so RapidJSON lives in a
 // namespace of its own here: its templates and inline functions must not be merged with
-// the plain ones that other files instantiate.
-#if defined(RAPIDJSON_SSE2) || defined(RAPIDJSON_SSE42)
-// Already on for the whole build (//third_party:rapidjson).
-#elif defined(__SSE4_2__)
+// the plain ones that other files instantiate. Its SSE2 code misreads 0x1A-0x1F
+// (common/json_text.h): lines are checked for such bytes first, and captured strings are
+// written with AppendJsonQuoted.
+#if defined(__SSE4_2__)
 #define RAPIDJSON_SSE42
 #elif defined(__SSE2__)
 #define RAPIDJSON_SSE2
@@ -22,6 +22,8 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+
+#include "common/json_text.h"
 
 namespace abx::upstream {
 namespace rapidjson = ::abx_sse_rapidjson;
@@ -65,6 +67,10 @@ class SseParser::JsonHandler
   // Parses one line into event(). Returns nullptr on success, else why it is garbage.
   const char* Parse(const char* data, size_t size) {
     Reset();
+    // Bytes no JSON may hold (invalid UTF-8, raw control characters) make the line
+    // garbage before the parser sees it: this namespace's SSE2 scan would take 0x1A-0x1F
+    // inside a string for text (common/json_text.h).
+    if (abx::FirstNonJsonByte(std::string_view(data, size)) != size) return "not JSON";
     // A copy, NUL-terminated, parsed in situ: strings are unescaped where they lie and
     // handed over from there. The bytes the caller passed stay as they were.
     line_.assign(data, size);
@@ -89,6 +95,14 @@ class SseParser::JsonHandler
   }
 
   const ExecdEvent& event() const { return event_; }
+
+  // A string (or key) of the captured `results`, escaped by AppendJsonQuoted: this
+  // namespace's SSE2 writer would leave 0x1A-0x1F raw (common/json_text.h).
+  bool CaptureString(const char* str, rapidjson::SizeType length) {
+    quoted_.clear();
+    abx::AppendJsonQuoted(&quoted_, std::string_view(str, length));
+    return results_writer_.RawValue(quoted_.data(), quoted_.size(), rapidjson::kStringType);
+  }
 
   // --- rapidjson SAX interface ---
   bool Null() {
@@ -122,7 +136,7 @@ class SseParser::JsonHandler
     return Number(std::llround(d));
   }
   bool String(const char* str, rapidjson::SizeType length, bool /*copy*/) {
-    if (capturing_) return results_writer_.String(str, length);
+    if (capturing_) return CaptureString(str, length);
     if (depth_ == 0) return Fail("not a JSON object");
     if (depth_ == 1) {
       switch (field_) {
@@ -154,7 +168,7 @@ class SseParser::JsonHandler
     return true;
   }
   bool Key(const char* str, rapidjson::SizeType length, bool /*copy*/) {
-    if (capturing_) return results_writer_.Key(str, length);
+    if (capturing_) return CaptureString(str, length);
     std::string_view key(str, length);
     if (depth_ == 1) {
       field_ = RootField(key);
@@ -316,6 +330,7 @@ class SseParser::JsonHandler
   int capture_depth_ = 0;
   rapidjson::StringBuffer results_buffer_;
   rapidjson::Writer<rapidjson::StringBuffer> results_writer_{results_buffer_};
+  std::string quoted_;  // CaptureString's scratch
   const char* failure_ = nullptr;
 };
 

@@ -158,6 +158,24 @@ TEST(LineMetaTest, TightAndRoomyBuffersAgree) {
   EXPECT_EQ(ParseLineMeta(lines[4]).kind, Kind::kOther);
 }
 
+// RapidJSON 1.1's SSE2 code takes 0x1A-0x1F for text when reading and writing: raw, they
+// make a line not JSON wherever they fall; escaped in an id, they are written back
+// escaped, as the bridge writes them.
+TEST(LineMetaTest, ControlCharactersAroundTheSimdBlocks) {
+  for (size_t pad = 0; pad < 40; ++pad) {
+    const std::string text(pad, 'x');
+    std::string raw = "{\"method\":\"m\",\"id\":1,\"params\":{\"s\":\"" + text + "\x1C" + text + "\"}}";
+    raw.reserve(raw.size() + 64);
+    EXPECT_EQ(ParseLineMeta(raw).kind, Kind::kOther) << pad;
+    std::string escaped = "{\"method\":\"m\",\"id\":\"" + text + "\\u001c" + text + "\"}";
+    escaped.reserve(escaped.size() + 64);
+    EXPECT_EQ(ParseLineMeta(escaped).id_json, "\"" + text + "\\u001C" + text + "\"") << pad;
+  }
+  EXPECT_EQ(BridgeUnreachableResponse("1", "a\x1B" "b"),
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001,\"message\":\"a\\u001Bb\","
+            "\"data\":{\"epp_code\":\"E8002\",\"retryable\":true}}}");
+}
+
 TEST(LineMetaTest, MegabytesOfBase64AfterTheId) {
   std::string line = R"({"jsonrpc":"2.0","id":77,"method":"files.write","params":{"data":")";
   line.append(6 << 20, 'Q');

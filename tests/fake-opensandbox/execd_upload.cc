@@ -15,31 +15,16 @@
 #include "rapidjson/document.h"
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/ids.h"
+#include "tests/fake-opensandbox/multipart_stream.h"
 
 namespace fake_opensandbox {
 namespace {
 
 constexpr size_t kMaxMetadataBytes = 1 << 20;
-
-struct UploadParts {
-  std::vector<std::string> metadata;     // contents of `metadata` file parts
-  std::vector<std::string> temp_files;   // one per `file` file part
-  int current_fd = -1;
-  std::string* current_metadata = nullptr;
-  bool write_failed = false;
-
-  ~UploadParts() {
-    CloseCurrent();
-    for (const auto& path : temp_files) {
-      if (!path.empty()) unlink(path.c_str());
-    }
-  }
-  void CloseCurrent() {
-    if (current_fd >= 0) close(current_fd);
-    current_fd = -1;
-    current_metadata = nullptr;
-  }
-};
+// The multipart reader hands a file's bytes over a few KiB at a time (its socket reads);
+// they are gathered into writes of this size, as Go's io.Copy does with its 32 KiB
+// buffer, instead of one write(2) each.
+constexpr size_t kWriteBufferBytes = 1 << 20;
 
 bool WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -51,6 +36,41 @@ bool WriteAll(int fd, const char* data, size_t size) {
   }
   return true;
 }
+
+struct UploadParts {
+  std::vector<std::string> metadata;     // contents of `metadata` file parts
+  std::vector<std::string> temp_files;   // one per `file` file part
+  int current_fd = -1;
+  std::string pending;                   // bytes of the current file not yet written
+  std::string* current_metadata = nullptr;
+  bool write_failed = false;
+
+  ~UploadParts() {
+    CloseCurrent();
+    for (const auto& path : temp_files) {
+      if (!path.empty()) unlink(path.c_str());
+    }
+  }
+  bool Write(const char* data, size_t size) {
+    if (pending.size() + size > kWriteBufferBytes && !Flush()) return false;
+    if (size >= kWriteBufferBytes) return WriteAll(current_fd, data, size);
+    pending.append(data, size);
+    return true;
+  }
+  bool Flush() {
+    const bool ok = pending.empty() || WriteAll(current_fd, pending.data(), pending.size());
+    pending.clear();
+    return ok;
+  }
+  void CloseCurrent() {
+    if (current_fd >= 0) {
+      if (!Flush()) write_failed = true;
+      close(current_fd);
+    }
+    current_fd = -1;
+    current_metadata = nullptr;
+  }
+};
 
 // Moves `temp` to `target`, falling back to a copy across filesystems.
 bool MoveIntoPlace(const std::string& temp, const std::string& target) {
@@ -80,8 +100,15 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
     return;
   }
   UploadParts parts;
-  bool read_ok = content_reader(
-      [&](const httplib::MultipartFormData& header) {
+  const std::string boundary = MultipartBoundary(req.get_header_value("Content-Type"));
+  if (boundary.empty()) {
+    content_reader([](const char*, size_t) { return true; });
+    SendExecdError(res, 400, "INVALID_FILE", "error parsing multipart form: no multipart boundary in Content-Type");
+    return;
+  }
+  MultipartStreamReader multipart(
+      boundary,
+      [&](const MultipartPartHeader& header) {
         parts.CloseCurrent();
         if (header.filename.empty()) return true;  // a plain value: ignored, like Go
         if (header.name == "metadata") {
@@ -102,12 +129,23 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
         if (parts.current_metadata) {
           if (parts.current_metadata->size() + size > kMaxMetadataBytes) return false;
           parts.current_metadata->append(data, size);
-        } else if (parts.current_fd >= 0 && !WriteAll(parts.current_fd, data, size)) {
+        } else if (parts.current_fd >= 0 && !parts.Write(data, size)) {
           parts.write_failed = true;
           return false;
         }
         return true;
       });
+  // cpp-httplib hands a multipart/form-data body only to its own multipart reader, chosen
+  // by the request's Content-Type when the body is read. The request it lends the handler
+  // is its own, non-const object: with that header renamed, the raw bytes come here.
+  auto& request = const_cast<httplib::Request&>(req);
+  const std::string content_type = req.get_header_value("Content-Type");
+  request.headers.erase("Content-Type");  // the header map compares names ignoring case
+  request.headers.emplace("X-Fake-Multipart-Content-Type", content_type);
+  bool read_ok = content_reader([&](const char* data, size_t size) {
+    return multipart.Feed(data, size);
+  });
+  read_ok = read_ok && multipart.Finish();
   parts.CloseCurrent();
   if (parts.write_failed) {
     SendExecdError(res, 500, "RUNTIME_ERROR", "error saving uploaded file");

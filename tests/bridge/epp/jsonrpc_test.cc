@@ -68,6 +68,8 @@ TEST(JsonRpcTest, InvalidUtf8AnywhereIsAParseError) {
                 .error()
                 .code,
             core::ErrorCode::kParse);
+  EXPECT_EQ(ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\x1A\"}", &id).error().code,
+            core::ErrorCode::kParse);  // a raw control character
   auto ok = ParseEnvelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xE2\x82\xAC\"}", &id);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->method, "\xE2\x82\xAC");

@@ -197,6 +197,25 @@ TEST(SseParserTest, NulByteInsideALineIsGarbage) {
   ASSERT_EQ(seen.garbage.size(), 1u);
 }
 
+// RapidJSON 1.1's SSE2 scan takes 0x1A-0x1F for text: such raw bytes, and every other
+// byte no JSON may hold, make a line garbage wherever they fall; escaped, they are text,
+// and captured results keep them escaped.
+TEST(SseParserTest, RawControlCharactersAndBadUtf8AreGarbageEscapedOnesAreText) {
+  for (size_t pad = 0; pad < 40; ++pad) {
+    const std::string text(pad, 'a');
+    for (const char* bad : {"\x1A", "\x1F", "\x01", "\xFF", "\xC3"}) {
+      Seen seen = Parse("{\"type\":\"stdout\",\"text\":\"" + text + bad + text + "\"}\n\n");
+      EXPECT_TRUE(seen.events.empty()) << pad;
+      EXPECT_EQ(seen.garbage.size(), 1u) << pad;
+    }
+    Seen seen = Parse("{\"type\":\"result\",\"text\":\"" + text + "\\u001a\",\"results\":{\"" + text +
+                      "\\u001e\":\"\\u001f" + text + "\"}}\n\n");
+    ASSERT_EQ(seen.events.size(), 1u) << pad;
+    EXPECT_EQ(seen.events[0].text, text + "\x1A");
+    EXPECT_EQ(seen.events[0].results_json, "{\"" + text + "\\u001E\":\"\\u001F" + text + "\"}");
+  }
+}
+
 TEST(SseParserTest, BareObjectWithoutTypeIsItsOwnKind) {
   // What execd appends to a session stream when the run times out (digest §2.9).
   Seen seen = Parse(

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
@@ -11,6 +12,7 @@
 
 #include "bridge/core/error_mapping.h"
 #include "bridge/core/utf8.h"
+#include "bridge/epp/json_tape.h"
 #include "common/json_text.h"
 
 namespace abx::epp {
@@ -23,19 +25,50 @@ namespace {
 constexpr unsigned kParseFlags =
     rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
-// A whole line is parsed in place: strings are unescaped inside the line's own buffer
-// and the document points into it, so a files.write chunk (megabytes of base64) is
-// never copied into the document. The bytes no JSON text may hold (invalid UTF-8, raw
-// control characters, NUL among them) are looked for on the whole line first, 16 bytes
-// at a time (common/json_text.h), instead of byte by byte inside the parser; the shim
-// checks lines the same way, so both agree on what is JSON.
-constexpr unsigned kInsituFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseInsituFlag;
+// A whole line is parsed in place (json_tape.h): strings are unescaped inside the line's
+// own buffer and the document points into it, so a files.write chunk (megabytes of
+// base64) is scanned 16 bytes at a time and never copied into the document. The bytes no
+// JSON text may hold (invalid UTF-8, raw control characters, NUL among them) are looked
+// for on the whole line first (common/json_text.h) instead of byte by byte inside the
+// parser; the shim checks lines the same way, so both agree on what is JSON.
 
 // The line and the document that points into it, freed together.
 struct ParsedLine {
   explicit ParsedLine(std::string text) : text(std::move(text)) {}
   std::string text;
   rapidjson::Document doc;
+};
+
+// Builds a document from a tape (rapidjson::Document::Populate), with strings that
+// reference the parsed line rather than copies of them.
+class TapeReplay {
+ public:
+  explicit TapeReplay(const std::vector<JsonToken>& tokens) : tokens_(tokens) {}
+  bool operator()(rapidjson::Document& doc) const {
+    using Kind = JsonToken::Kind;
+    for (const JsonToken& t : tokens_) {
+      switch (t.kind) {
+        case Kind::kNull: doc.Null(); break;
+        case Kind::kFalse: doc.Bool(false); break;
+        case Kind::kTrue: doc.Bool(true); break;
+        case Kind::kInt: doc.Int(static_cast<int>(t.i)); break;
+        case Kind::kUint: doc.Uint(static_cast<unsigned>(t.u)); break;
+        case Kind::kInt64: doc.Int64(t.i); break;
+        case Kind::kUint64: doc.Uint64(t.u); break;
+        case Kind::kDouble: doc.Double(t.d); break;
+        case Kind::kString: doc.String(t.text, t.size, /*copy=*/false); break;
+        case Kind::kKey: doc.Key(t.text, t.size, /*copy=*/false); break;
+        case Kind::kStartObject: doc.StartObject(); break;
+        case Kind::kEndObject: doc.EndObject(t.size); break;
+        case Kind::kStartArray: doc.StartArray(); break;
+        case Kind::kEndArray: doc.EndArray(t.size); break;
+      }
+    }
+    return !tokens_.empty();
+  }
+
+ private:
+  const std::vector<JsonToken>& tokens_;
 };
 
 }  // namespace
@@ -52,14 +85,18 @@ core::Result<Envelope> ParseEnvelope(std::string line, std::string* id_json) {
                            std::string("parse error: ") + what + " at byte " + std::to_string(bad));
   }
   auto parsed = std::make_shared<ParsedLine>(std::move(line));
-  rapidjson::Document& doc = parsed->doc;
-  doc.ParseInsitu<kInsituFlags>(parsed->text.data());
-  if (doc.HasParseError()) {
-    return core::MakeError(core::ErrorCode::kParse,
-                           std::string("parse error: ") +
-                               rapidjson::GetParseError_En(doc.GetParseError()) + " at byte " +
-                               std::to_string(doc.GetErrorOffset()));
+  std::vector<JsonToken> tokens;
+  const JsonTapeError tape_error = TokenizeInPlace(parsed->text.data(), &tokens);
+  if (tape_error.code != 0) {
+    return core::MakeError(
+        core::ErrorCode::kParse,
+        std::string("parse error: ") +
+            rapidjson::GetParseError_En(static_cast<rapidjson::ParseErrorCode>(tape_error.code)) +
+            " at byte " + std::to_string(tape_error.offset));
   }
+  rapidjson::Document& doc = parsed->doc;
+  TapeReplay replay(tokens);
+  doc.Populate(replay);
   if (!doc.IsObject()) {
     return core::MakeError(core::ErrorCode::kInvalidRequest,
                            "invalid request: a message must be a JSON object");

@@ -8,7 +8,7 @@ namespace {
 
 constexpr uint64_t kHighBits = 0x8080808080808080ULL;
 
-// Length of the valid sequence at `s[i]` (a non-ASCII lead byte), or 0 when it is not one.
+// Length of the well-formed sequence at s[i], or 0 (Unicode Table 3-7).
 size_t SequenceLength(const unsigned char* s, size_t size, size_t i) {
   const unsigned char c = s[i];
   if (c < 0x80) return 1;
@@ -63,5 +63,9 @@ size_t FirstInvalidUtf8(std::string_view text) {
 }
 
 bool IsValidUtf8(std::string_view text) { return FirstInvalidUtf8(text) == text.size(); }
+
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  return SequenceLength(reinterpret_cast<const unsigned char*>(text.data()), text.size(), i);
+}
 
 }  // namespace abx

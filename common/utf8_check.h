@@ -17,4 +17,8 @@ bool IsValidUtf8(std::string_view text);
 // whole text is valid.
 size_t FirstInvalidUtf8(std::string_view text);
 
+// Length of the well-formed sequence that starts at text[i] (1 for ASCII), or 0 when
+// none does there.
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
 }  // namespace abx

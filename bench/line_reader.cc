@@ -45,7 +45,9 @@ bool LineReader::Next(char** line, size_t* size, int timeout_ms, bool* timed_out
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return false;
     if (ready == 0) continue;  // the deadline check above ends the wait
-    const ssize_t n = read(fd_, buffer_.data() + end_, buffer_.size() - end_ - 1);
+    // 16 bytes stay free past the data: the NUL put at a line's end and room for readers that
+    // scan in aligned 16-byte blocks (notification_reader.h).
+    const ssize_t n = read(fd_, buffer_.data() + end_, buffer_.size() - end_ - 16);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     end_ += static_cast<size_t>(n);

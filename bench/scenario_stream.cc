@@ -8,11 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <rapidjson/document.h>
-
 #include "bench/clock.h"
 #include "bench/cpu_meter.h"
 #include "bench/execd_direct.h"
+#include "bench/notification_reader.h"
 #include "bench/scenarios.h"
 #include "bench/stats.h"
 
@@ -36,21 +35,14 @@ StreamRun StreamThroughShim(BenchContext& ctx, const std::string& command, long 
   ResetPeakRss(ctx.bridge_pid);
   bool exited = false;
   int exit_code = -1;
-  auto on_line = [&](char* line, size_t size) {
-    rapidjson::Document doc;
-    doc.ParseInsitu(line);
-    (void)size;
-    const char* method = nullptr;
-    const rapidjson::Value* params = NotificationParams(doc, &method);
-    if (!params || !params->IsObject()) return;
-    if (std::strcmp(method, "exec.output") == 0) {
-      auto data = params->FindMember("data");
-      if (data != params->MemberEnd() && data->value.IsString()) run.bytes += data->value.GetStringLength();
+  auto on_line = [&](char* line, size_t) {
+    const NotificationFacts facts = ReadNotification(line);
+    if (facts.kind == NotificationFacts::Kind::kOutput) {
+      run.bytes += static_cast<long long>(facts.data_bytes);
       ++run.notifications;
-    } else if (std::strcmp(method, "exec.exit") == 0) {
+    } else if (facts.kind == NotificationFacts::Kind::kExit) {
       exited = true;
-      auto code = params->FindMember("exit_code");
-      if (code != params->MemberEnd() && code->value.IsInt()) exit_code = code->value.GetInt();
+      if (facts.has_exit_code) exit_code = facts.exit_code;
     }
   };
   const CpuUsage c0 = ReadCpu(ctx.bridge_pid, ctx.fake.pid());

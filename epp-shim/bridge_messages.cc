@@ -45,12 +45,14 @@ void AppendStringIfSet(std::string* out, uint32_t field, std::string_view value)
   if (!value.empty()) wire::AppendBytesField(out, field, value);
 }
 
+// Unlike other fields, a map entry's key and value are written even when empty (as the
+// generated code does).
 void AppendMap(std::string* out, uint32_t field, const std::map<std::string, std::string>& map) {
   std::string entry;
   for (const auto& [key, value] : map) {
     entry.clear();
-    AppendStringIfSet(&entry, kMapKey, key);
-    AppendStringIfSet(&entry, kMapValue, value);
+    wire::AppendBytesField(&entry, kMapKey, key);
+    wire::AppendBytesField(&entry, kMapValue, value);
     wire::AppendBytesField(out, field, entry);
   }
 }

@@ -153,6 +153,9 @@ struct GrpcConnection::Callbacks {
                            "the bridge refused the call (it is shutting down)"});
     } else if (error_code == NGHTTP2_CANCEL) {
       self->EndCall(Status{grpc_protocol::kCancelled, "the bridge cancelled the call"});
+    } else if (!self->protocol_error_.empty()) {
+      self->EndCall(Status{grpc_protocol::kUnavailable,
+                           "the bridge broke the HTTP/2 protocol: " + self->protocol_error_});
     } else if (error_code != NGHTTP2_NO_ERROR) {
       self->EndCall(Status{grpc_protocol::kUnavailable,
                            "the bridge reset the call: " + ResetText(error_code)});
@@ -160,6 +163,13 @@ struct GrpcConnection::Callbacks {
       self->EndCall(Status{grpc_protocol::kInternal,
                            "the bridge closed the call without a status"});
     }
+    return 0;
+  }
+
+  // Why nghttp2 gave up on the connection or the stream (a frame it refused), in its
+  // words; kept for the messages of what ends because of it.
+  static int OnError(nghttp2_session*, int, const char* message, size_t size, void* user_data) {
+    Self(user_data)->protocol_error_.assign(message, size);
     return 0;
   }
 
@@ -238,6 +248,7 @@ bool GrpcConnection::Init(std::string* error) {
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::OnStreamClose);
   nghttp2_session_callbacks_set_data_source_read_length_callback(callbacks,
                                                                  Callbacks::DataLength);
+  nghttp2_session_callbacks_set_error_callback2(callbacks, Callbacks::OnError);
   nghttp2_option* option;
   if (nghttp2_option_new(&option) != 0) {
     nghttp2_session_callbacks_del(callbacks);
@@ -420,7 +431,9 @@ void GrpcConnection::OnPollEvents(short revents) {
   Flush();
   if (!broken_ && nghttp2_session_want_read(session_) == 0 &&
       nghttp2_session_want_write(session_) == 0 && out_at_ == out_.size()) {
-    FailConnection("the bridge ended the HTTP/2 connection");
+    FailConnection(protocol_error_.empty()
+                       ? "the bridge ended the HTTP/2 connection"
+                       : "the bridge broke the HTTP/2 protocol: " + protocol_error_);
   }
 }
 

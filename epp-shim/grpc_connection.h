@@ -125,6 +125,7 @@ class GrpcConnection {
   std::string broken_reason_;
   bool in_callbacks_ = false;  // inside nghttp2_session_mem_recv
   bool peer_gone_ = false;
+  std::string protocol_error_;  // nghttp2's last complaint about what the bridge sent
 
   std::vector<char> read_buffer_;
   std::string out_;  // serialized frames not yet written

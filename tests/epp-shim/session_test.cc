@@ -1,8 +1,13 @@
 #include "epp-shim/session.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/platform.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -228,6 +233,82 @@ TEST_F(SessionTest, UnreachableBridgeAnswersEachRequestAndKeepsReading) {
   session.CloseInput();
   EXPECT_TRUE(session.WaitDone(3000));
   EXPECT_EQ(session.exit_code(), 0);
+}
+
+// The host stops reading stdout while the bridge floods it: the bridge is held back
+// (its writes block once the shim's window is used up) instead of the shim buffering
+// everything, stdin is still read and forwarded meanwhile, and once the host reads
+// again every line arrives, in order.
+TEST_F(SessionTest, HostThatStopsReadingHoldsTheBridgeButStdinStillFlows) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  int input[2], output[2];
+  ASSERT_EQ(pipe2(input, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(output, O_CLOEXEC), 0);
+  BridgeClient client(TestClientOptions(socket()));
+  ShimSession::Options options;
+  options.build_id = kTestBuildId;
+  ShimSession session(&client, output[1], std::move(options));
+  std::thread runner([&] { session.Run(input[0]); });
+  auto send = [&](const std::string& line) {
+    const std::string framed = line + "\n";
+    ASSERT_TRUE(WriteAll(input[1], framed.data(), framed.size()));
+  };
+
+  constexpr int64_t kFlood = 64 << 20;
+  send(R"({"jsonrpc":"2.0","id":1,"method":"test.flood","params":{"bytes":)" +
+       std::to_string(kFlood) + "}}");
+  // Until the bridge's writes stop making progress.
+  int64_t last = -1;
+  int64_t quiet_since = MonotonicMillis();
+  for (int64_t start = MonotonicMillis(); MonotonicMillis() - quiet_since < 700;) {
+    ASSERT_LT(MonotonicMillis() - start, 30000) << "the flood never settled";
+    const int64_t now_bytes = bridge->flood_bytes();
+    if (now_bytes != last) {
+      last = now_bytes;
+      quiet_since = MonotonicMillis();
+    }
+    usleep(20000);
+  }
+  // What may be out: the pipe, the shim's stdout buffer up to the hold mark, one
+  // receive window (16 MiB), and what grpc++ buffers on the bridge's side.
+  EXPECT_GT(last, 0);
+  EXPECT_LT(last, 24 << 20) << "the bridge was not held back";
+
+  send(R"({"jsonrpc":"2.0","id":2,"method":"during.hold"})");
+  bool received = false;
+  for (int i = 0; i < 250 && !received; ++i) {
+    for (const std::string& line : bridge->lines()) received |= line.find("during.hold") != std::string::npos;
+    if (!received) usleep(20000);
+  }
+  EXPECT_TRUE(received) << "stdin stopped while stdout was not read";
+
+  // The host reads again: everything arrives.
+  LineReader reader(output[0]);
+  FramedLine line;
+  int next_seq = 0;
+  bool flood_answered = false, during_answered = false;
+  while (!(flood_answered && during_answered) && reader.Next(&line)) {
+    if (line.data.find(R"("method":"test.flood")") != std::string::npos) {
+      ASSERT_FALSE(flood_answered) << "a flood line after the flood's answer";
+      ASSERT_NE(line.data.find("\"seq\":" + std::to_string(next_seq) + ","), std::string::npos)
+          << "out of order: expected seq " << next_seq;
+      ++next_seq;
+    } else if (line.data.find(R"("id":1,)") != std::string::npos) {
+      EXPECT_NE(line.data.find(R"("flooded":)"), std::string::npos) << line.data;
+      flood_answered = true;
+    } else if (line.data.find(R"("id":2,)") != std::string::npos) {
+      during_answered = true;
+    }
+  }
+  EXPECT_TRUE(flood_answered);
+  EXPECT_TRUE(during_answered);
+  EXPECT_GE(int64_t{next_seq} * 65400, kFlood - 65536);
+  close(input[1]);
+  runner.join();
+  close(input[0]);
+  close(output[0]);
+  close(output[1]);
 }
 
 TEST_F(SessionTest, EndOfInputWithoutAnyLineNeverTouchesTheBridge) {

@@ -438,9 +438,9 @@ void GrpcConnection::OnPollEvents(short revents) {
 }
 
 void GrpcConnection::ReadAvailable() {
-  if (read_buffer_.empty()) read_buffer_.resize(kReadBufferBytes);
+  if (read_buffer_ == nullptr) read_buffer_.reset(new char[kReadBufferBytes]);
   for (int i = 0; i < kMaxReadsPerEvent && !broken_; ++i) {
-    const ssize_t got = read(fd_, read_buffer_.data(), read_buffer_.size());
+    const ssize_t got = read(fd_, read_buffer_.get(), kReadBufferBytes);
     if (got < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) return;
@@ -457,15 +457,14 @@ void GrpcConnection::ReadAvailable() {
     // to send from within its own callbacks).
     in_callbacks_ = true;
     const ssize_t used = nghttp2_session_mem_recv(
-        session_, reinterpret_cast<const uint8_t*>(read_buffer_.data()),
-        static_cast<size_t>(got));
+        session_, reinterpret_cast<const uint8_t*>(read_buffer_.get()), static_cast<size_t>(got));
     in_callbacks_ = false;
     if (used < 0) {
       FailConnection(std::string("the bridge broke the HTTP/2 protocol: ") +
                      nghttp2_strerror(static_cast<int>(used)));
       return;
     }
-    if (static_cast<size_t>(got) < read_buffer_.size()) return;  // drained for now
+    if (static_cast<size_t>(got) < kReadBufferBytes) return;  // drained for now
   }
 }
 

@@ -127,7 +127,8 @@ class GrpcConnection {
   bool peer_gone_ = false;
   std::string protocol_error_;  // nghttp2's last complaint about what the bridge sent
 
-  std::vector<char> read_buffer_;
+  // Allocated without being filled: only the pages reads write to become resident.
+  std::unique_ptr<char[]> read_buffer_;
   std::string out_;  // serialized frames not yet written
   size_t out_at_ = 0;
 

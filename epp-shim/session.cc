@@ -47,6 +47,7 @@ class ShimSession::Call final : public GrpcCallObserver {
 
   BridgeConnection connection;
   bool ended = false;
+  bool left_by_shim = false;  // cancelled at the drain deadline
   grpc_protocol::Status end_status;
 
  private:
@@ -61,7 +62,8 @@ ShimSession::~ShimSession() = default;
 int ShimSession::Run(int input_fd) {
   LineSplitter splitter;
   std::vector<FramedLine> lines;
-  std::vector<char> buffer(kInputReadBytes);
+  // Not filled: only what reads write to becomes resident.
+  std::unique_ptr<char[]> buffer(new char[kInputReadBytes]);
   bool input_open = true;
   int64_t drain_deadline = -1;
 
@@ -76,7 +78,10 @@ int ShimSession::Run(int input_fd) {
       if (MonotonicMillis() >= drain_deadline) {
         ShimLog("the bridge did not finish the session within " +
                 std::to_string(options_.drain_timeout_ms) + " ms after end of input; leaving");
-        call_->transport()->Cancel("the shim left at the end of its input");
+        call_->left_by_shim = true;
+        call_->transport()->Cancel("the shim left before the bridge finished the session (" +
+                                   std::to_string(options_.drain_timeout_ms) +
+                                   " ms after the end of its input)");
         RetireCall();
         drain_deadline = std::max(drain_deadline, MonotonicMillis() + kFinalFlushMs);
         break;
@@ -119,11 +124,11 @@ int ShimSession::Run(int input_fd) {
     }
     if (output_index >= 0 && entries[output_index].revents != 0) output_.Flush();
     if (input_index >= 0 && entries[input_index].revents != 0) {
-      const ssize_t got = read(input_fd, buffer.data(), buffer.size());
+      const ssize_t got = read(input_fd, buffer.get(), kInputReadBytes);
       if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       lines.clear();
       if (got > 0) {
-        splitter.Feed(buffer.data(), static_cast<size_t>(got), &lines);
+        splitter.Feed(buffer.get(), static_cast<size_t>(got), &lines);
       } else {
         if (got < 0) ShimLog(std::string("stdin: ") + strerror(errno));
         splitter.Finish(&lines);
@@ -255,10 +260,12 @@ void ShimSession::OnBridgeOutput(std::string_view line, std::string_view respons
 bool ShimSession::RetireCall() {
   const grpc_protocol::Status status = call_->end_status;
   const std::string log_path = call_->connection.log_path;
+  const bool left_by_shim = call_->left_by_shim;
   call_.reset();  // closes the connection
 
   const std::string why = status.ok() ? "it ended the session" : status.message;
-  const std::string message = "the bridge went away: " + why + "; see " + log_path;
+  const std::string message =
+      (left_by_shim ? why : "the bridge went away: " + why) + "; see " + log_path;
   std::map<std::string, int, std::less<>> unanswered;
   unanswered.swap(in_flight_);
   std::vector<std::string> lost_exits = attached_.TakeLostExitLines(message);
@@ -271,8 +278,8 @@ bool ShimSession::RetireCall() {
   if (!unanswered.empty() || !status.ok()) {
     size_t count = 0;
     for (const auto& entry : unanswered) count += static_cast<size_t>(entry.second);
-    ShimLog("the bridge went away (" + why + "); answering " + std::to_string(count) +
-            " request(s) in flight with E8002; see " + log_path);
+    ShimLog((left_by_shim ? why : "the bridge went away (" + why + ")") + "; answering " +
+            std::to_string(count) + " request(s) in flight with E8002; see " + log_path);
   }
   for (const auto& [id, count] : unanswered) {
     for (int i = 0; i < count; ++i) output_.WriteLine(BridgeUnreachableResponse(id, message));

@@ -303,7 +303,8 @@ TEST(ProtoWireTest, VarintsOfEveryWidth) {
       coded.WriteVarint64(value);
     }
     EXPECT_EQ(bytes, expected) << value;
-    wire::Reader reader(std::string("\x08", 1) + bytes);
+    const std::string message = std::string("\x08", 1) + bytes;  // field 1, varint
+    wire::Reader reader(message);
     wire::Field field;
     ASSERT_TRUE(reader.Next(&field));
     EXPECT_EQ(field.varint, value);

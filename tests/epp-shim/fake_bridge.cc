@@ -79,7 +79,7 @@ class EppService final : public pb::EppSession::Service {
  public:
   explicit EppService(FakeBridge::State* state) : state_(state) {}
 
-  grpc::Status Run(grpc::ServerContext*,
+  grpc::Status Run(grpc::ServerContext* context,
                    grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>* stream) override {
     pb::SessionInput input;
     if (!stream->Read(&input) || !input.has_start()) {
@@ -92,7 +92,7 @@ class EppService final : public pb::EppSession::Service {
       state_->starts.push_back(input.start());
       session = ++state_->sessions;
     }
-    grpc::Status result = Serve(stream, replayed, session);
+    grpc::Status result = Serve(context, stream, replayed, session);
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       ++state_->ended_sessions;
@@ -104,17 +104,22 @@ class EppService final : public pb::EppSession::Service {
  private:
   using Stream = grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>;
 
-  grpc::Status Serve(Stream* stream, bool replayed, int session) {
+  grpc::Status Serve(grpc::ServerContext* context, Stream* stream, bool replayed, int session) {
     // test.flood writes from threads of its own while this one keeps reading, as the
     // real bridge answers from request threads.
     std::vector<std::thread> floods;
-    grpc::Status status = ServeLines(stream, replayed, session, &floods);
+    bool ignore_eof = false;
+    grpc::Status status = ServeLines(stream, replayed, session, &floods, &ignore_eof);
     for (std::thread& flood : floods) flood.join();
+    if (ignore_eof) {
+      // A bridge that never finishes the session: only the shim going away ends it.
+      while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     return status;
   }
 
   grpc::Status ServeLines(Stream* stream, bool replayed, int session,
-                          std::vector<std::thread>* floods) {
+                          std::vector<std::thread>* floods, bool* ignore_eof) {
     pb::SessionInput input;
     while (stream->Read(&input)) {
       if (input.has_oversized()) {
@@ -152,6 +157,9 @@ class EppService final : public pb::EppSession::Service {
         result = std::string(R"({"protocol":"EPP/1","replayed":false})");
       } else if (method == "test.hang") {
         continue;
+      } else if (method == "test.ignore_eof") {
+        *ignore_eof = true;
+        result = R"({"ignoring":"eof"})";
       } else if (method == "test.fail_call") {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "simulated bridge failure");
       } else if (method == "test.crash") {

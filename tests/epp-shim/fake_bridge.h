@@ -7,6 +7,8 @@
 // Answers, by method of the request line:
 //   initialize      {"result":{"protocol":"EPP/1","replayed":false}}
 //   test.hang       no answer
+//   test.ignore_eof answered; the session then outlives the shim's half-close (it ends
+//                   only when the shim goes away)
 //   test.fail_call  ends the call with UNAVAILABLE (as if the bridge went away)
 //   test.crash      the whole process exits 3 at once (binary mode only)
 //   test.notify     a notification {"method":"test.note"} first, then the answer

@@ -205,6 +205,43 @@ TEST_F(SessionTest, ExitEndsTheSession) {
   EXPECT_EQ(session.output().lines().size(), 1u) << "no E8002 after exit";
 }
 
+// End of stdin with a bridge that does not finish the session: the shim waits the drain
+// timeout, cancels the call, answers what is still in flight with E8002 and leaves.
+TEST_F(SessionTest, EndOfInputGivesUpOnABridgeThatDoesNotFinish) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  int input[2], output[2];
+  ASSERT_EQ(pipe2(input, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(output, O_CLOEXEC), 0);
+  BridgeClient client(TestClientOptions(socket()));
+  ShimSession::Options options;
+  options.build_id = kTestBuildId;
+  options.drain_timeout_ms = 300;
+  auto session = std::make_unique<ShimSession>(&client, output[1], std::move(options));
+  const std::string lines = R"({"jsonrpc":"2.0","id":1,"method":"test.ignore_eof"})" "\n"
+                            R"({"jsonrpc":"2.0","id":2,"method":"test.hang"})" "\n";
+  ASSERT_TRUE(WriteAll(input[1], lines.data(), lines.size()));
+  close(input[1]);
+  const int64_t start = MonotonicMillis();
+  EXPECT_EQ(session->Run(input[0]), 0);
+  const int64_t took = MonotonicMillis() - start;
+  EXPECT_GE(took, 300);
+  EXPECT_LT(took, 1500);
+  session.reset();  // its own descriptor of the pipe goes with it
+  close(output[1]);
+  LineReader reader(output[0]);
+  FramedLine line;
+  std::vector<std::string> got;
+  while (reader.Next(&line)) got.push_back(line.data);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0].find(R"("ignoring":"eof")"), std::string::npos) << got[0];
+  EXPECT_TRUE(IsBridgeGone(got[1], "2")) << got[1];
+  EXPECT_NE(got[1].find("before the bridge finished the session"), std::string::npos) << got[1];
+  EXPECT_TRUE(bridge->WaitForEndedSessions(1, 2000)) << "the bridge never saw the shim go";
+  close(input[0]);
+  close(output[0]);
+}
+
 TEST_F(SessionTest, ExitWithoutBridgeReturnsAtOnce) {
   BridgeClientOptions options = TestClientOptions(socket());
   options.bridge_binary = dir_.path() + "/no-such-bridge";

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/platform.h"
@@ -37,33 +38,16 @@ HostOutput::~HostOutput() {
   if (owns_fd_) close(fd_);
 }
 
-ssize_t HostOutput::WriteSome(const char* data, size_t size) {
-  for (;;) {
-    const ssize_t wrote = mode_ == Mode::kSocket
-                              ? send(fd_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL)
-                              : write(fd_, data, size);
-    if (wrote >= 0) return wrote;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) return 0;
-    return -1;
-  }
-}
-
-ssize_t HostOutput::WriteLineSome(std::string_view line) {
-  static const char kNewline = '\n';
+ssize_t HostOutput::WriteSome(const iovec* parts, int count) {
   for (;;) {
     ssize_t wrote;
     if (mode_ == Mode::kSocket) {
-      iovec parts[2] = {{const_cast<char*>(line.data()), line.size()},
-                        {const_cast<char*>(&kNewline), 1}};
       msghdr message{};
-      message.msg_iov = parts;
-      message.msg_iovlen = 2;
+      message.msg_iov = const_cast<iovec*>(parts);
+      message.msg_iovlen = static_cast<size_t>(count);
       wrote = sendmsg(fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     } else {
-      const iovec parts[2] = {{const_cast<char*>(line.data()), line.size()},
-                              {const_cast<char*>(&kNewline), 1}};
-      wrote = writev(fd_, parts, 2);
+      wrote = writev(fd_, parts, count);
     }
     if (wrote >= 0) return wrote;
     if (errno == EINTR) continue;
@@ -76,15 +60,39 @@ void HostOutput::Break() {
   broken_ = true;
   ShimLog(std::string("cannot write to stdout (") + strerror(errno) +
           "); later output is dropped");
-  std::string().swap(pending_);
-  pending_at_ = 0;
+  pending_.clear();
+  spare_.clear();
+  pending_bytes_ = 0;
+}
+
+void HostOutput::Append(const char* data, size_t size) {
+  pending_bytes_ += size;
+  while (size > 0) {
+    if (pending_.empty() || pending_.back().end == kBlockBytes) {
+      if (spare_.empty()) {
+        pending_.emplace_back();
+      } else {
+        pending_.push_back(std::move(spare_.back()));
+        spare_.pop_back();
+      }
+    }
+    Block& block = pending_.back();
+    const size_t take = std::min(size, kBlockBytes - block.end);
+    memcpy(block.data.get() + block.end, data, take);
+    block.end += take;
+    data += take;
+    size -= take;
+  }
 }
 
 void HostOutput::WriteLine(std::string_view line) {
   if (broken_) return;
+  static const char kNewline = '\n';
   size_t written = 0;
-  if (pending_bytes() == 0) {
-    const ssize_t wrote = WriteLineSome(line);
+  if (pending_bytes_ == 0) {
+    const iovec parts[2] = {{const_cast<char*>(line.data()), line.size()},
+                            {const_cast<char*>(&kNewline), 1}};
+    const ssize_t wrote = WriteSome(parts, 2);
     if (wrote < 0) return Break();
     written = static_cast<size_t>(wrote);
     if (written == line.size() + 1) return;
@@ -98,28 +106,34 @@ void HostOutput::WriteLine(std::string_view line) {
       return;
     }
   }
-  if (written < line.size()) pending_.append(line.data() + written, line.size() - written);
-  pending_.push_back('\n');
+  if (written < line.size()) Append(line.data() + written, line.size() - written);
+  Append(&kNewline, 1);
 }
 
 void HostOutput::Flush() {
-  while (!broken_ && pending_bytes() > 0) {
-    const ssize_t wrote = WriteSome(pending_.data() + pending_at_, pending_bytes());
-    if (wrote < 0) return Break();
-    if (wrote == 0) break;
-    pending_at_ += static_cast<size_t>(wrote);
-  }
-  if (pending_at_ == pending_.size()) {
-    // Keeps a buffer of ordinary size for next time; gives a big one back.
-    if (pending_.capacity() > (4u << 20)) {
-      std::string().swap(pending_);
-    } else {
-      pending_.clear();
+  constexpr int kMaxParts = 16;
+  while (!broken_ && pending_bytes_ > 0) {
+    iovec parts[kMaxParts];
+    int count = 0;
+    for (auto block = pending_.begin(); block != pending_.end() && count < kMaxParts; ++block) {
+      parts[count++] = {block->data.get() + block->begin, block->end - block->begin};
     }
-    pending_at_ = 0;
-  } else if (pending_at_ > (1u << 20) && pending_at_ > pending_.size() / 2) {
-    pending_.erase(0, pending_at_);
-    pending_at_ = 0;
+    const ssize_t wrote = WriteSome(parts, count);
+    if (wrote < 0) return Break();
+    if (wrote == 0) return;
+    size_t left = static_cast<size_t>(wrote);
+    pending_bytes_ -= left;
+    while (left > 0) {
+      Block& front = pending_.front();
+      const size_t take = std::min(left, front.end - front.begin);
+      front.begin += take;
+      left -= take;
+      if (front.begin == front.end) {
+        front.begin = front.end = 0;
+        if (spare_.size() < kSpareBlocks) spare_.push_back(std::move(front));
+        pending_.pop_front();
+      }
+    }
   }
 }
 

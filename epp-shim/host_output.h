@@ -16,10 +16,15 @@
 // After a write error (EPIPE: the host stopped reading for good) later output is
 // dropped, once logged: nobody can read it.
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <deque>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 namespace abx {
 
@@ -40,22 +45,36 @@ class HostOutput {
 
   // The descriptor to poll for POLLOUT while pending_bytes() > 0.
   int fd() const { return fd_; }
-  size_t pending_bytes() const { return pending_.size() - pending_at_; }
+  size_t pending_bytes() const { return pending_bytes_; }
   bool broken() const { return broken_; }
 
  private:
   enum class Mode { kNonBlocking, kSocket, kBlocking };
 
-  // Writes from `data`; the number of bytes taken (0 when it would block), -1 on error.
-  ssize_t WriteSome(const char* data, size_t size);
-  ssize_t WriteLineSome(std::string_view line);
+  // What waits is kept in fixed blocks, not one growing buffer: memory follows what is
+  // pending (a doubling string held up to twice that), nothing is moved as the front is
+  // written, and the blocks stay below malloc's mmap threshold, so they are reused from
+  // the heap instead of being mapped and faulted in again each time.
+  static constexpr size_t kBlockBytes = 64 << 10;
+  // Emptied blocks kept for reuse (1 MiB), as many as the hold mark needs.
+  static constexpr size_t kSpareBlocks = 16;
+  struct Block {
+    std::unique_ptr<char[]> data{new char[kBlockBytes]};
+    size_t begin = 0;  // first byte not yet written
+    size_t end = 0;    // first byte not yet filled
+  };
+
+  // Writes `parts`; the number of bytes taken (0 when it would block), -1 on error.
+  ssize_t WriteSome(const iovec* parts, int count);
+  void Append(const char* data, size_t size);
   void Break();
 
   int fd_;
   bool owns_fd_ = false;
   Mode mode_ = Mode::kBlocking;
-  std::string pending_;
-  size_t pending_at_ = 0;
+  std::deque<Block> pending_;
+  std::vector<Block> spare_;
+  size_t pending_bytes_ = 0;
   bool broken_ = false;
 };
 

@@ -30,7 +30,8 @@ class AttachedExecs {
   std::vector<std::string> TakeLostExitLines(const std::string& message);
 
  private:
-  std::set<std::string, std::less<>> starting_;  // ids (JSON text) of attached exec.start requests sent
+  // Ids (JSON text) of attached exec.start requests sent.
+  std::set<std::string, std::less<>> starting_;
   std::set<std::string> running_;   // exec_ids answered, exec.exit not seen yet
 };
 

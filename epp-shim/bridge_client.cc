@@ -22,7 +22,7 @@
 //
 // Transport. The bridge is a real gRPC server; the shim is not a grpc++ client but a
 // small one of its own (grpc_connection.h: HTTP/2 from libnghttp2, the gRPC framing by
-// hand; bridge_messages.h: the five messages on a hand-written protobuf codec). It runs
+// hand; bridge_messages.h: its messages on a hand-written protobuf codec). It runs
 // in the session's one thread and poll loop (session.h). What it gave: the shim no
 // longer carries gRPC, protobuf and abseil (~6 MiB of its idle RSS were their pages),
 // starts without their static initialisers, and spends no threads or copies between
@@ -70,8 +70,8 @@
 //  * HTTP/2 by hand: framing is easy, HPACK and flow control are not; libnghttp2 is
 //    small (about 90 KB of text, of which the shim maps what it touches), has no
 //    threads or I/O of its own, and is already on every machine that has libcurl.
-//  * libprotobuf-lite for the messages: 1 MB or so of library for five small messages;
-//    the hand-written codec is checked against the generated classes instead
+//  * libprotobuf-lite for the messages: 0.8 MB of text for six small messages; the
+//    hand-written codec is checked against the generated classes instead
 //    (//tests/epp-shim:bridge_messages_test).
 
 #include "epp-shim/bridge_client.h"

@@ -9,9 +9,9 @@
 // Non-blocking writes without touching the host's end: O_NONBLOCK is a flag of the open
 // file description, which the host (or a shell) may share, so it is never set on fd 1
 // itself. A pipe is opened anew through /proc/self/fd (a description of our own, with
-// O_NONBLOCK; the pipe's buffer is enlarged to 256 KiB, see host_output.cc); a socket (e.g. libuv's stdio) is written with send(MSG_DONTWAIT); a
-// regular file, a terminal or /dev/null is written as it is, blocking (they do not hold
-// the shim up for long).
+// O_NONBLOCK; the pipe's buffer is enlarged to 256 KiB, see host_output.cc); a socket
+// (e.g. libuv's stdio) is written with send(MSG_DONTWAIT); a regular file, a terminal or
+// /dev/null is written as it is, blocking (they do not hold the shim up for long).
 //
 // After a write error (EPIPE: the host stopped reading for good) later output is
 // dropped, once logged: nobody can read it.

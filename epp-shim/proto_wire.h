@@ -6,7 +6,7 @@
 // byte range without copying (fields are views into it).
 //
 // Why by hand: the generated classes pull in libprotobuf (about half of the shim's
-// former text); five message shapes need a few dozen lines of this instead.
+// former text); six small messages need a few dozen lines of this instead.
 // //tests/epp-shim:proto_wire_test checks both directions against the generated classes.
 
 #include <cstddef>

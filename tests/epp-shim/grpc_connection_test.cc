@@ -208,7 +208,7 @@ std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::strin
   return frame + payload;
 }
 
-constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4;
+constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kGoAway = 7;
 constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4, kAck = 0x1;
 
 std::string ServerPreface() {
@@ -503,6 +503,27 @@ TEST_F(GrpcConnectionTest, ResetStreamEndsTheCall) {
   EXPECT_EQ(recorder.status.code, grpc_protocol::kUnavailable);
   EXPECT_NE(recorder.status.message.find("reset the call"), std::string::npos)
       << recorder.status.message;
+}
+
+// A GOAWAY that leaves our stream out (last stream id 0) ends the call at once.
+TEST_F(GrpcConnectionTest, GoAwayWithoutOurStreamEndsTheCall) {
+  ScriptedServer server(socket(), [](int fd) {
+    Send(fd, ServerPreface());
+    Drain(fd, 100);
+    Send(fd, Frame(kGoAway, 0, 0, std::string("\0\0\0\0\0\0\0\0", 8)));
+    Drain(fd, 2000);
+  });
+  auto connection = Connect();
+  ASSERT_NE(connection, nullptr);
+  Recorder recorder;
+  std::string error;
+  ASSERT_TRUE(connection->StartCall(kRun, &recorder, &error)) << error;
+  connection->SendMessage(StartMessage("echo"));
+  ASSERT_TRUE(Drive(connection.get(), [&] { return recorder.ended; }, 5000));
+  EXPECT_EQ(recorder.status.code, grpc_protocol::kUnavailable) << recorder.status.message;
+  EXPECT_EQ(recorder.messages, 0);
+  // Nothing more can start on it.
+  EXPECT_FALSE(connection->StartCall(kRun, &recorder, &error));
 }
 
 TEST_F(GrpcConnectionTest, ServerThatDiesMidMessageDeliversNothingOfIt) {

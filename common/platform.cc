@@ -279,6 +279,29 @@ UnixSocketProbe ProbeUnixSocket(const std::string& path, int timeout_ms, uid_t* 
   return UnixSocketProbe::kTimeout;
 }
 
+int ConnectUnixSocket(const std::string& path, int timeout_ms, std::string* error) {
+  sockaddr_un address;
+  if (!FillUnixAddress(path, &address, error)) return -1;
+  const int64_t deadline = MonotonicMillis() + timeout_ms;
+  for (;;) {
+    ScopedFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) {
+      SetError(error, ErrnoText("socket", path, errno));
+      return -1;
+    }
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      return fd.Release();
+    }
+    const int err = errno;
+    // As in ProbeUnixSocket: a full backlog fails with EAGAIN; try again until the timeout.
+    if ((err != EAGAIN && err != EINPROGRESS && err != EINTR) || MonotonicMillis() >= deadline) {
+      SetError(error, ErrnoText("connect", path, err == EINPROGRESS ? EAGAIN : err));
+      return -1;
+    }
+    poll(nullptr, 0, 5);
+  }
+}
+
 bool CanConnectUnix(const std::string& path, int timeout_ms) {
   return ProbeUnixSocket(path, timeout_ms) == UnixSocketProbe::kAccepting;
 }

@@ -87,6 +87,10 @@ const char* UnixSocketProbeName(UnixSocketProbe probe);
 UnixSocketProbe ProbeUnixSocket(const std::string& path, int timeout_ms,
                                 uid_t* peer_uid = nullptr);
 
+// A connected Unix stream socket to `path`: non-blocking and close-on-exec; retries only
+// while the listener's backlog is full, up to `timeout_ms`. -1 with `*error` otherwise.
+int ConnectUnixSocket(const std::string& path, int timeout_ms, std::string* error);
+
 // True when a connect to `path` succeeds within `timeout_ms`; refused means stale.
 bool CanConnectUnix(const std::string& path, int timeout_ms);
 

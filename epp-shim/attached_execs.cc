@@ -30,12 +30,10 @@ void AttachedExecs::OnRequest(const LineMeta& meta, const std::string& line) {
     auto detached = params->value.FindMember("detached");
     if (detached != params->value.MemberEnd() && detached->value.IsTrue()) return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
   starting_.insert(meta.id_json);
 }
 
-void AttachedExecs::OnOutput(const std::string& response_id, const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu_);
+void AttachedExecs::OnOutput(std::string_view response_id, std::string_view line) {
   if (!response_id.empty()) {
     auto found = starting_.find(response_id);
     if (found == starting_.end()) return;
@@ -56,17 +54,14 @@ void AttachedExecs::OnOutput(const std::string& response_id, const std::string& 
   const size_t open = sizeof kExitPrefix - 1;
   if (open >= line.size() || line[open] != '"') return;
   const size_t close = line.find('"', open + 1);
-  if (close == std::string::npos) return;
-  running_.erase(line.substr(open + 1, close - open - 1));
+  if (close == std::string_view::npos) return;
+  running_.erase(std::string(line.substr(open + 1, close - open - 1)));
 }
 
 std::vector<std::string> AttachedExecs::TakeLostExitLines(const std::string& message) {
   std::set<std::string> lost;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lost.swap(running_);
-    starting_.clear();
-  }
+  lost.swap(running_);
+  starting_.clear();
   std::vector<std::string> lines;
   for (const std::string& exec_id : lost) {
     lines.push_back(std::string(kExitPrefix) + Quoted(exec_id) +

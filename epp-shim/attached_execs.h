@@ -7,12 +7,12 @@
 //
 // Cheap on the hot path: a request is parsed only when its method is exec.start, a
 // response only when it answers one, and a notification only has its first bytes
-// compared, and only while a command is being followed.
+// compared, and only while a command is being followed. Not thread-safe: the shim has
+// one thread.
 
-#include <map>
-#include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "epp-shim/line_meta.h"
@@ -24,14 +24,14 @@ class AttachedExecs {
   // A request line on its way to the bridge.
   void OnRequest(const LineMeta& meta, const std::string& line);
   // A line from the bridge; `response_id` as in SessionOutput (empty: not a response).
-  void OnOutput(const std::string& response_id, const std::string& line);
+  void OnOutput(std::string_view response_id, std::string_view line);
   // The exec.exit lines owed for the commands still followed, which are then forgotten
   // (as are exec.start requests not answered yet: those get E8002 answers instead).
   std::vector<std::string> TakeLostExitLines(const std::string& message);
 
  private:
-  std::mutex mu_;
-  std::set<std::string> starting_;  // ids (JSON text) of attached exec.start requests sent
+  // Ids (JSON text) of attached exec.start requests sent.
+  std::set<std::string, std::less<>> starting_;
   std::set<std::string> running_;   // exec_ids answered, exec.exit not seen yet
 };
 

@@ -12,10 +12,21 @@
 // then moves to "<path>-<build id 12>.sock" (restart reason NEW_VERSION).
 //
 // Handshake. The first call on every connection is Bridge.Hello, which returns the
-// bridge's build id. A socket that accepts but does not answer within the deadline is
-// UNRESPONSIVE; one whose connect is refused is a STALE_SOCKET left by a dead bridge;
-// a missing one is NOT_RUNNING. Before Hello, a raw connect also checks (SO_PEERCRED)
-// that the listener runs as our user.
+// bridge's build id; the session's EppSession.Run then goes on the same connection. A
+// socket that accepts but does not answer within the deadline is UNRESPONSIVE; one whose
+// connect is refused is a STALE_SOCKET left by a dead bridge, and so is one that accepts
+// and then drops the connection before answering (a bridge that is dying still has its
+// listening socket for a moment); a missing one is NOT_RUNNING. Before Hello, a raw
+// connect checks (SO_PEERCRED) that the listener runs as our user, and the connection
+// Hello goes on is checked again.
+//
+// Transport. The bridge is a real gRPC server; the shim is not a grpc++ client but a
+// small one of its own (grpc_connection.h: HTTP/2 from libnghttp2, the gRPC framing by
+// hand; bridge_messages.h: its messages on a hand-written protobuf codec). It runs
+// in the session's one thread and poll loop (session.h). What it gave: the shim no
+// longer carries gRPC, protobuf and abseil (~6 MiB of its idle RSS were their pages),
+// starts without their static initialisers, and spends no threads or copies between
+// the socket and stdout (docs/PERFORMANCE.md has the figures).
 //
 // Lock. The bridge, not the shim, takes an exclusive flock on <socket>.lock before it
 // binds, and holds it for life. The kernel drops a flock when its holder dies, so a
@@ -46,6 +57,22 @@
 //    restart): it would kill sessions of other hosts still using the old bridge.
 //  * Killing an UNRESPONSIVE bridge: it may be busy rather than hung, and it holds
 //    other sessions; the shim reports E8002 (retryable) instead.
+//
+// Rejected alternatives for the transport:
+//  * Keep grpc++, trimmed (gc-sections, identical code folding, static libstdc++): done
+//    before, and still 8.7-9.0 MiB idle, two threads (the caller's and a reader) and a
+//    copy of every line into and out of protobuf objects.
+//  * grpc++'s callback or completion-queue API in one thread: still the whole library
+//    and its own threads (the completion queue's poller, timers).
+//  * A private protocol on the socket (plain length-prefixed lines): the smallest
+//    client, but the bridge would need a second server beside its gRPC one, and tooling
+//    could no longer speak to EppSession with any gRPC client. The wire stays gRPC.
+//  * HTTP/2 by hand: framing is easy, HPACK and flow control are not; libnghttp2 is
+//    small (about 90 KB of text, of which the shim maps what it touches), has no
+//    threads or I/O of its own, and is already on every machine that has libcurl.
+//  * libprotobuf-lite for the messages: 0.8 MB of text for six small messages; the
+//    hand-written codec is checked against the generated classes instead
+//    (//tests/epp-shim:bridge_messages_test).
 
 #include "epp-shim/bridge_client.h"
 
@@ -58,14 +85,11 @@
 
 #include "common/bridge_paths.h"
 #include "common/platform.h"
-#include "proto/bridge.grpc.pb.h"
 
 extern char** environ;
 
 namespace abx {
 namespace {
-
-namespace pb = ::abx::opensandbox::v1;
 
 constexpr char kBridgeBinaryEnv[] = "ABX_OPENSANDBOX_BRIDGE_BIN";
 constexpr char kBridgeBinaryName[] = "abx-opensandbox-bridge";
@@ -106,11 +130,6 @@ const char* RestartReasonName(RestartReason reason) {
   return "UNKNOWN";
 }
 
-void ShimLog(const std::string& text) {
-  std::string line = "abx-opensandbox-shim: " + text + "\n";
-  WriteAll(STDERR_FILENO, line.data(), line.size());
-}
-
 BridgeClientOptions BridgeClientOptions::FromEnvironment(const std::string& build_id) {
   BridgeClientOptions options;
   options.build_id = build_id;
@@ -132,20 +151,6 @@ BridgeClient::BridgeClient(BridgeClientOptions options)
 
 std::string BridgeClient::log_path() const { return LogPathFor(socket_path_); }
 
-std::shared_ptr<grpc::Channel> BridgeClient::MakeChannel(const std::string& socket_path) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxSendMessageSize(kMaxBridgeMessageBytes);
-  arguments.SetMaxReceiveMessageSize(kMaxBridgeMessageBytes);
-  // A local socket: no proxy from the environment, no DNS, no retry machinery.
-  arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-  arguments.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  // Each connection gets a channel of its own, not one shared through a global pool,
-  // so a reconnect after a bridge died never reuses the dead subchannel.
-  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(),
-                                   arguments);
-}
-
 std::vector<std::string> BridgeClient::BridgeEnvironment(char** environment) {
   std::vector<std::string> kept;
   for (char** entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
@@ -161,18 +166,44 @@ std::vector<std::string> BridgeClient::BridgeEnvironment(char** environment) {
 }
 
 bool BridgeClient::Hello(const std::string& socket_path, int timeout_ms,
-                         BridgeConnection* connection, grpc::Status* status) {
-  std::shared_ptr<grpc::Channel> channel = MakeChannel(socket_path);
-  std::unique_ptr<pb::Bridge::Stub> stub = pb::Bridge::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(timeout_ms));
-  pb::HelloRequest request;
-  request.set_build_id(options_.build_id);
-  pb::HelloReply reply;
-  *status = stub->Hello(&context, request, &reply);
-  if (!status->ok()) return false;
-  connection->channel = std::move(channel);
+                         BridgeConnection* connection, grpc_protocol::Status* status,
+                         bool* bridge_gone) {
+  *bridge_gone = false;
+  const int64_t deadline = MonotonicMillis() + timeout_ms;
+  std::string error;
+  GrpcConnection::Options transport_options;
+  transport_options.max_message_bytes = kMaxBridgeMessageBytes;
+  std::unique_ptr<GrpcConnection> transport =
+      GrpcConnection::Connect(socket_path, timeout_ms, transport_options, &error);
+  if (transport == nullptr) {
+    // Refused or gone since the probe: the listener closed.
+    *bridge_gone = true;
+    *status = {grpc_protocol::kUnavailable, error};
+    return false;
+  }
+  // Checked on this very connection, not only by the probe before it: the socket may
+  // have been replaced in between.
+  uid_t peer_uid = 0;
+  if (!PeerCredentials(transport->fd(), &peer_uid, nullptr) || peer_uid != geteuid()) {
+    *status = {grpc_protocol::kPermissionDenied,
+               "the socket " + socket_path + " is served by uid " + std::to_string(peer_uid) +
+                   ", not by us"};
+    return false;
+  }
+  std::string reply_bytes;
+  *status = transport->CallUnary(
+      kHelloMethod, EncodeHelloRequest(options_.build_id),
+      static_cast<int>(std::max<int64_t>(deadline - MonotonicMillis(), 1)), &reply_bytes);
+  if (!status->ok()) {
+    *bridge_gone = transport->peer_gone();
+    return false;
+  }
+  HelloReplyMessage reply;
+  if (!DecodeHelloReply(reply_bytes, &reply)) {
+    *status = {grpc_protocol::kInternal, "the bridge answered Hello with a malformed reply"};
+    return false;
+  }
+  connection->transport = std::move(transport);
   connection->socket_path = socket_path;
   connection->log_path = LogPathFor(socket_path);
   connection->hello = std::move(reply);
@@ -229,15 +260,17 @@ BridgeClient::Outcome BridgeClient::ConnectAt(const std::string& socket_path,
         ShimLog(*error);
         return Outcome::kFailed;
       }
-      grpc::Status status;
-      if (Hello(socket_path, options_.hello_timeout_ms, connection, &status)) {
-        if (connection->hello.build_id() == options_.build_id) return Outcome::kConnected;
-        *other_build = connection->hello.build_id();
+      grpc_protocol::Status status;
+      bool bridge_gone = false;
+      if (Hello(socket_path, options_.hello_timeout_ms, connection, &status, &bridge_gone)) {
+        if (connection->hello.build_id == options_.build_id) return Outcome::kConnected;
+        *other_build = connection->hello.build_id;
         return Outcome::kOtherBuild;
       }
-      ShimLog("the bridge at " + socket_path + " did not answer Hello: " +
-              status.error_message());
-      reason = RestartReason::kUnresponsive;
+      ShimLog("the bridge at " + socket_path + " did not answer Hello: " + status.message);
+      // A bridge that dies as we connect still has its listening socket for a moment:
+      // the probe was accepted, then the connection dropped.
+      reason = bridge_gone ? RestartReason::kStaleSocket : RestartReason::kUnresponsive;
       break;
     }
     case UnixSocketProbe::kAbsent:
@@ -290,14 +323,15 @@ BridgeClient::Outcome BridgeClient::StartAndWait(const std::string& socket_path,
         ProbeUnixSocket(socket_path, kProbeTimeoutMs, &peer_uid) == UnixSocketProbe::kAccepting;
     if (accepting && peer_uid == geteuid()) {
       const int64_t remaining = std::max<int64_t>(deadline - MonotonicMillis(), 1);
-      grpc::Status status;
+      grpc_protocol::Status status;
+      bool bridge_gone = false;
       if (Hello(socket_path, static_cast<int>(std::min<int64_t>(remaining, kStartHelloTimeoutMs)),
-                connection, &status)) {
-        if (connection->hello.build_id() == options_.build_id) return Outcome::kConnected;
-        *other_build = connection->hello.build_id();
+                connection, &status, &bridge_gone)) {
+        if (connection->hello.build_id == options_.build_id) return Outcome::kConnected;
+        *other_build = connection->hello.build_id;
         return Outcome::kOtherBuild;
       }
-      last_hello_error = status.error_message();
+      last_hello_error = status.message;
     }
     if (child_running) {
       ChildState state;

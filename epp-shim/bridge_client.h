@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
-#include "proto/bridge.pb.h"
+#include "epp-shim/bridge_messages.h"
+#include "epp-shim/grpc_connection.h"
+#include "epp-shim/grpc_protocol.h"
+#include "epp-shim/shim_log.h"
 
 namespace abx {
 
@@ -24,7 +25,8 @@ enum class RestartReason {
 };
 const char* RestartReasonName(RestartReason reason);
 
-// Messages carry whole EPP lines (up to 8 MiB) and the gRPC framing around them.
+// Messages carry whole EPP lines (up to 8 MiB) and the gRPC framing around them; the
+// bridge allows 32 MiB each way (bridge/daemon.cc).
 inline constexpr int kMaxBridgeMessageBytes = 32 << 20;
 
 struct BridgeClientOptions {
@@ -46,12 +48,17 @@ struct BridgeClientOptions {
   static BridgeClientOptions FromEnvironment(const std::string& build_id);
 };
 
-// A bridge that answered Hello with our build id.
+// The gRPC method paths the shim calls (proto/bridge.proto).
+inline constexpr char kHelloMethod[] = "/abx.opensandbox.v1.Bridge/Hello";
+inline constexpr char kRunMethod[] = "/abx.opensandbox.v1.EppSession/Run";
+
+// A bridge that answered Hello with our build id, and the connection it answered on
+// (the session's call goes on the same one).
 struct BridgeConnection {
-  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<GrpcConnection> transport;
   std::string socket_path;
   std::string log_path;
-  opensandbox::v1::HelloReply hello;
+  HelloReplyMessage hello;
 };
 
 class BridgeClient {
@@ -68,9 +75,6 @@ class BridgeClient {
 
   const BridgeClientOptions& options() const { return options_; }
 
-  // A channel to `socket_path` configured as the shim needs (32 MiB messages).
-  static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& socket_path);
-
   // The environment a spawned bridge gets: ours without the provider's configuration
   // variables (they may hold secrets, and the bridge is shared by every session: each
   // session's configuration travels in its SessionStart). ABX_OPENSANDBOX_BRIDGE_*
@@ -85,15 +89,15 @@ class BridgeClient {
   Outcome StartAndWait(const std::string& socket_path, RestartReason reason,
                        BridgeConnection* connection, std::string* other_build,
                        std::string* error);
-  // Hello on `socket_path`; false (with `*status`) when it does not answer in time.
+  // Connects to `socket_path` and calls Hello; false (with `*status`) when the
+  // connection fails, its peer is not our uid, or Hello is not answered in time.
+  // `*bridge_gone`: the failure was the listener refusing, closing or resetting the
+  // connection (its bridge is dead or dying), not a bridge that is slow or confused.
   bool Hello(const std::string& socket_path, int timeout_ms, BridgeConnection* connection,
-             grpc::Status* status);
+             grpc_protocol::Status* status, bool* bridge_gone);
 
   BridgeClientOptions options_;
   std::string socket_path_;  // the current one: options_.socket_path, or the per-build one
 };
-
-// Writes "abx-opensandbox-shim: <text>\n" to stderr in one write.
-void ShimLog(const std::string& text);
 
 }  // namespace abx

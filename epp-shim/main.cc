@@ -5,7 +5,8 @@
 //   abx-opensandbox-shim            speak EPP/1 on stdin/stdout
 //   abx-opensandbox-shim --version  print name, version and build id
 //
-// Start-up does nothing before the first line arrives: no threads, no gRPC, no config.
+// Start-up does nothing before the first line arrives: no connection, no config. The
+// shim has one thread throughout (session.h).
 
 #include <malloc.h>
 #include <signal.h>
@@ -16,7 +17,6 @@
 #include <string>
 
 #include "common/build_id.h"
-#include "common/line_reader.h"
 #include "common/version.h"
 #include "epp-shim/bridge_client.h"
 #include "epp-shim/config_resolver.h"
@@ -39,10 +39,11 @@ int Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The gRPC reader thread frees each ~64 KiB exec.output message right after use. At
-  // glibc's default trim threshold (128 KiB) nearly every such free gave the top of the
-  // thread's heap back to the kernel and the next message faulted it in again, which was
-  // most of the shim's CPU in a stream; keep up to 1 MiB of it instead.
+  // Messages that span HTTP/2 frames are gathered in a buffer that is freed and
+  // allocated again around large lines. At glibc's default trim threshold (128 KiB)
+  // nearly every such free gave the top of the heap back to the kernel and the next
+  // message faulted it in again (it was most of the shim's CPU in a stream, when the
+  // shim still used grpc++); keep up to 1 MiB of it instead.
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--version") == 0) {
@@ -65,11 +66,10 @@ int main(int argc, char** argv) {
   options.shim_version = abx::kProviderVersion;
   options.build_id = abx::kBuildId;
   options.resolve_config = [] { return abx::ResolveConfigFromProcess(); };
-  // Every line written so far went out with write(2); nothing is buffered. Leaving with
-  // _exit skips destructors that would wait on gRPC threads.
+  // The session has written out stdout (or given up on it) before it calls on_exit or
+  // returns; nothing else needs tearing down.
   options.on_exit = [] { _exit(0); };
   abx::ShimSession session(&client, STDOUT_FILENO, std::move(options));
-  abx::LineReader input(STDIN_FILENO);
-  const int code = session.Run(&input);
+  const int code = session.Run(STDIN_FILENO);
   _exit(code);
 }

@@ -1,89 +1,163 @@
 #include "epp-shim/session.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "common/platform.h"
+#include "epp-shim/bridge_messages.h"
 
 namespace abx {
 namespace {
 
-namespace pb = ::abx::opensandbox::v1;
-
 constexpr char kExitMethod[] = "exit";
 constexpr char kInitializeMethod[] = "initialize";
+// One read(2) of stdin takes at most this much.
+constexpr size_t kInputReadBytes = 64 << 10;
+// After a call is cancelled at the drain deadline, its E8002 answers get this long
+// more to reach the host (EPP/1 wants the shim gone within 2 s of end of stdin).
+constexpr int kFinalFlushMs = 250;
 
 }  // namespace
 
-void LineWriter::WriteLine(std::string* line) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (broken_) return;
-  line->push_back('\n');
-  if (!WriteAll(fd_, line->data(), line->size())) {
-    broken_ = true;
-    ShimLog(std::string("cannot write to stdout (") + strerror(errno) +
-            "); later output is dropped");
-  }
-}
+// One EppSession.Run call, and the connection it runs on.
+class ShimSession::Call final : public GrpcCallObserver {
+ public:
+  explicit Call(ShimSession* session) : session_(session) {}
 
-struct ShimSession::Call {
+  GrpcConnection* transport() { return connection.transport.get(); }
+
+  void OnMessage(std::string_view payload) override {
+    std::string_view line, response_id;
+    if (!DecodeSessionOutput(payload, &line, &response_id)) {
+      transport()->Cancel("the bridge sent a malformed SessionOutput");
+      return;
+    }
+    session_->OnBridgeOutput(line, response_id);
+  }
+  void OnCallEnded(const grpc_protocol::Status& status) override {
+    ended = true;
+    end_status = status;
+  }
+
   BridgeConnection connection;
-  std::unique_ptr<pb::EppSession::Stub> stub;
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::SessionInput, pb::SessionOutput>> stream;
-  std::thread reader;
-  bool ended = false;  // guarded by ShimSession::mu_
+  bool ended = false;
+  bool left_by_shim = false;  // cancelled at the drain deadline
+  grpc_protocol::Status end_status;
+
+ private:
+  ShimSession* const session_;
 };
 
 ShimSession::ShimSession(BridgeClient* client, int output_fd, Options options)
     : client_(client), output_(output_fd), options_(std::move(options)) {}
 
-ShimSession::~ShimSession() {
-  if (call_ != nullptr) {
-    call_->context.TryCancel();
-    RetireCall();
-  }
-}
+ShimSession::~ShimSession() = default;
 
-int ShimSession::Run(LineReader* input) {
-  FramedLine line;
-  while (input->Next(&line)) {
-    if (!HandleLine(std::move(line))) return 0;
-  }
-  if (!input->error().empty()) ShimLog("stdin: " + input->error());
-  if (call_ == nullptr) return 0;
+int ShimSession::Run(int input_fd) {
+  LineSplitter splitter;
+  std::vector<FramedLine> lines;
+  // Not filled: only what reads write to becomes resident.
+  std::unique_ptr<char[]> buffer(new char[kInputReadBytes]);
+  bool input_open = true;
+  int64_t drain_deadline = -1;
 
-  // End of stdin: the host is gone. Half-close so the bridge cancels what this session
-  // started, and give it a moment to finish the call.
-  call_->stream->WritesDone();
-  bool ended;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    ended = call_ended_cv_.wait_for(lock, std::chrono::milliseconds(options_.drain_timeout_ms),
-                                    [this] { return call_->ended; });
+  for (;;) {
+    if (call_ != nullptr && call_->ended && RetireCall()) {
+      FinishOutput(MonotonicMillis() + options_.drain_timeout_ms);
+      if (options_.on_exit) options_.on_exit();
+      return 0;
+    }
+    if (!input_open) {
+      if (call_ == nullptr) break;  // drained
+      if (MonotonicMillis() >= drain_deadline) {
+        ShimLog("the bridge did not finish the session within " +
+                std::to_string(options_.drain_timeout_ms) + " ms after end of input; leaving");
+        call_->left_by_shim = true;
+        call_->transport()->Cancel("the shim left before the bridge finished the session (" +
+                                   std::to_string(options_.drain_timeout_ms) +
+                                   " ms after the end of its input)");
+        RetireCall();
+        drain_deadline = std::max(drain_deadline, MonotonicMillis() + kFinalFlushMs);
+        break;
+      }
+    }
+
+    const size_t output_pending = output_.pending_bytes();
+    const bool read_input =
+        input_open && output_pending <= kOutputLimitBytes &&
+        (call_ == nullptr || call_->transport()->queued_send_bytes() <= kInputQueueBytes);
+    pollfd entries[3];
+    nfds_t count = 0;
+    int bridge_index = -1, output_index = -1, input_index = -1;
+    if (call_ != nullptr) {
+      bridge_index = static_cast<int>(count);
+      entries[count++] = {call_->transport()->fd(), call_->transport()->poll_events(), 0};
+    }
+    if (output_pending > 0) {
+      output_index = static_cast<int>(count);
+      entries[count++] = {output_.fd(), POLLOUT, 0};
+    }
+    if (read_input) {
+      input_index = static_cast<int>(count);
+      entries[count++] = {input_fd, POLLIN, 0};
+    }
+    const int timeout =
+        input_open ? -1
+                   : static_cast<int>(std::max<int64_t>(drain_deadline - MonotonicMillis(), 0));
+    const int ready = poll(entries, count, timeout);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      ShimLog(std::string("poll: ") + strerror(errno));
+      return 1;
+    }
+
+    // The bridge first: whatever it sent before a line arrived goes out before that
+    // line's fate is decided (and a call that ended is seen ended).
+    if (bridge_index >= 0 && entries[bridge_index].revents != 0) {
+      call_->transport()->OnPollEvents(entries[bridge_index].revents);
+    }
+    if (output_index >= 0 && entries[output_index].revents != 0) output_.Flush();
+    if (input_index >= 0 && entries[input_index].revents != 0) {
+      const ssize_t got = read(input_fd, buffer.get(), kInputReadBytes);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      lines.clear();
+      if (got > 0) {
+        splitter.Feed(buffer.get(), static_cast<size_t>(got), &lines);
+      } else {
+        if (got < 0) ShimLog(std::string("stdin: ") + strerror(errno));
+        splitter.Finish(&lines);
+        input_open = false;
+        drain_deadline = MonotonicMillis() + options_.drain_timeout_ms;
+      }
+      for (FramedLine& line : lines) {
+        if (!HandleLine(std::move(line))) {
+          FinishOutput(MonotonicMillis() + options_.drain_timeout_ms);
+          if (exit_acknowledged_ && options_.on_exit) options_.on_exit();
+          return 0;
+        }
+      }
+      // End of stdin: half-close so the bridge cancels what this session started, and
+      // give it a moment to finish the call.
+      if (!input_open && call_ != nullptr && !call_->ended) call_->transport()->CloseSend();
+    }
+    if (call_ != nullptr && !call_->ended) {
+      call_->transport()->HoldReceiveWindow(output_.pending_bytes() > kOutputHoldBytes);
+    }
   }
-  if (!ended) {
-    ShimLog("the bridge did not finish the session within " +
-            std::to_string(options_.drain_timeout_ms) + " ms after end of input; leaving");
-    call_->context.TryCancel();
-  }
-  RetireCall();
+  FinishOutput(drain_deadline);
   return 0;
 }
 
-bool ShimSession::CallEnded() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return call_->ended;
-}
-
-void ShimSession::RetireCall() {
-  if (call_->reader.joinable()) call_->reader.join();
-  call_.reset();
+void ShimSession::FinishOutput(int64_t deadline_ms) {
+  if (output_.FlushUntil(deadline_ms) || output_.broken()) return;
+  ShimLog("stdout did not take the last " + std::to_string(output_.pending_bytes()) +
+          " bytes in time; leaving without them");
 }
 
 bool ShimSession::HandleLine(FramedLine line) {
@@ -91,9 +165,9 @@ bool ShimSession::HandleLine(FramedLine line) {
   const bool is_request = meta.kind == LineMeta::Kind::kRequest;
   const bool is_notification = meta.kind == LineMeta::Kind::kNotification;
 
-  // Two tries: a call may end between the check and the send.
+  // Two tries: a call may turn out to have ended before the line could go.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (call_ != nullptr && CallEnded()) RetireCall();
+    if (call_ != nullptr && call_->ended && RetireCall()) return false;
     if (call_ == nullptr) {
       if (is_notification) {
         // `exit` with no bridge attached: nothing to tell anyone, just leave.
@@ -117,29 +191,25 @@ bool ShimSession::HandleLine(FramedLine line) {
       }
       last_connect_failure_ms_ = -1;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (call_->ended) continue;
-      if (is_request) {
-        ++in_flight_[meta.id_json];
-        if (meta.method == kInitializeMethod && !initialized_ && !line.oversized) {
-          initialize_id_ = meta.id_json;
-          initialize_line_ = line.data;
-        }
-        // Under mu_, like in_flight_: a call that ends now forgets it with the rest.
-        if (!line.oversized) attached_.OnRequest(meta, line.data);
+    if (call_->ended) continue;
+    // A request sent on a call is answered by the bridge or, when the call ends first,
+    // by RetireCall with E8002: never neither.
+    if (is_request) {
+      ++in_flight_[meta.id_json];
+      if (meta.method == kInitializeMethod && !initialized_ && !line.oversized) {
+        initialize_id_ = meta.id_json;
+        initialize_line_ = line.data;
       }
-      if (is_notification && meta.method == kExitMethod) exit_sent_ = true;
+      if (!line.oversized) attached_.OnRequest(meta, line.data);
     }
-    pb::SessionInput input;
+    if (is_notification && meta.method == kExitMethod) exit_sent_ = true;
     if (line.oversized) {
-      input.mutable_oversized()->set_prefix(std::move(line.data));
-      input.mutable_oversized()->set_length(static_cast<int64_t>(line.length));
+      call_->transport()->SendMessage(
+          EncodeOversizedLine(line.data, static_cast<int64_t>(line.length)));
     } else {
-      input.set_line(std::move(line.data));
+      std::string header = SessionInputLineHeader(line.data.size());
+      call_->transport()->SendMessage(std::move(header), std::move(line.data));
     }
-    // A failed write means the call is breaking; its reader answers what is in flight.
-    call_->stream->Write(input);
     return true;
   }
   AnswerUnreachable(meta, "the bridge ended every session it was given");
@@ -151,99 +221,71 @@ bool ShimSession::StartCall(std::string* error) {
     if (options_.resolve_config) config_ = options_.resolve_config();
     config_resolved_ = true;
   }
-  auto call = std::make_unique<Call>();
+  auto call = std::make_unique<Call>(this);
   if (!client_->Connect(&call->connection, error)) return false;
-  call->stub = pb::EppSession::NewStub(call->connection.channel);
-  call->stream = call->stub->Run(&call->context);
-
-  pb::SessionInput input;
-  pb::SessionStart* start = input.mutable_start();
-  for (const auto& [field, value] : config_.values) (*start->mutable_config())[field] = value;
-  for (const auto& [field, source] : config_.sources) {
-    (*start->mutable_config_source())[field] = source;
-  }
-  start->set_shim_version(options_.shim_version);
-  start->set_build_id(options_.build_id);
-  start->set_shim_pid(static_cast<int32_t>(getpid()));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (initialized_) start->set_replay_initialize(initialize_line_);
-    in_flight_.clear();
-  }
-  if (!call->stream->Write(input)) {
-    grpc::Status status = call->stream->Finish();
+  std::string start_error;
+  if (!call->transport()->StartCall(kRunMethod, call.get(), &start_error)) {
     *error = "the bridge at " + call->connection.socket_path + " refused the session (" +
-             status.error_message() + "); see " + call->connection.log_path;
+             start_error + "); see " + call->connection.log_path;
     ShimLog(*error);
     return false;
   }
-  call->reader = std::thread(&ShimSession::ReadOutputs, this, call.get());
+
+  SessionStartMessage start;
+  start.config = config_.values;
+  start.config_source = config_.sources;
+  start.shim_version = options_.shim_version;
+  start.build_id = options_.build_id;
+  start.shim_pid = static_cast<int32_t>(getpid());
+  if (initialized_) start.replay_initialize = initialize_line_;
+  in_flight_.clear();
+  call->transport()->SendMessage(EncodeSessionStart(start));
   call_ = std::move(call);
   return true;
 }
 
-void ShimSession::ReadOutputs(Call* call) {
-  pb::SessionOutput output;
-  while (call->stream->Read(&output)) {
-    const std::string& response_id = output.response_id();
-    if (!response_id.empty()) {
-      bool maybe_initialized = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto found = in_flight_.find(response_id);
-        if (found != in_flight_.end() && --found->second <= 0) in_flight_.erase(found);
-        maybe_initialized = !initialized_ && response_id == initialize_id_;
-      }
-      if (maybe_initialized && ParseLineMeta(output.line()).has_result) {
-        std::lock_guard<std::mutex> lock(mu_);
-        initialized_ = true;
-      }
+void ShimSession::OnBridgeOutput(std::string_view line, std::string_view response_id) {
+  if (!response_id.empty()) {
+    auto found = in_flight_.find(response_id);
+    if (found != in_flight_.end() && --found->second <= 0) in_flight_.erase(found);
+    if (!initialized_ && response_id == initialize_id_ &&
+        ParseLineMeta(std::string(line)).has_result) {
+      initialized_ = true;
     }
-    attached_.OnOutput(response_id, output.line());
-    output_.WriteLine(output.mutable_line());
   }
-  const grpc::Status status = call->stream->Finish();
+  attached_.OnOutput(response_id, line);
+  output_.WriteLine(line);
+}
 
-  // Ending the call and taking what is in flight happen together, so a request is
-  // either in this set (and answered below) or sent after the call was seen ended (and
-  // then goes to a new call): never neither.
-  // The same goes for attached commands still owed their exec.exit.
-  const std::string why = status.ok() ? "it ended the session" : status.error_message();
+bool ShimSession::RetireCall() {
+  const grpc_protocol::Status status = call_->end_status;
+  const std::string log_path = call_->connection.log_path;
+  const bool left_by_shim = call_->left_by_shim;
+  call_.reset();  // closes the connection
+
+  const std::string why = status.ok() ? "it ended the session" : status.message;
   const std::string message =
-      "the bridge went away: " + why + "; see " + call->connection.log_path;
-  std::map<std::string, int> unanswered;
-  std::vector<std::string> lost_exits;
-  bool exit_sent;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    unanswered.swap(in_flight_);
-    lost_exits = attached_.TakeLostExitLines(message);
-    exit_sent = exit_sent_;
-    call->ended = true;
+      (left_by_shim ? why : "the bridge went away: " + why) + "; see " + log_path;
+  std::map<std::string, int, std::less<>> unanswered;
+  unanswered.swap(in_flight_);
+  std::vector<std::string> lost_exits = attached_.TakeLostExitLines(message);
+  // The host said `exit` and the bridge ended the call: the session is over.
+  if (exit_sent_) {
+    exit_acknowledged_ = true;
+    return true;
   }
-  call_ended_cv_.notify_all();
-  if (exit_sent) {
-    // The host said `exit` and the bridge ended the call: the session is over.
-    if (options_.on_exit) options_.on_exit();
-    return;
-  }
+
   if (!unanswered.empty() || !status.ok()) {
     size_t count = 0;
     for (const auto& entry : unanswered) count += static_cast<size_t>(entry.second);
-    ShimLog("the bridge went away (" + why + "); answering " + std::to_string(count) +
-            " request(s) in flight with E8002; see " + call->connection.log_path);
+    ShimLog((left_by_shim ? why : "the bridge went away (" + why + ")") + "; answering " +
+            std::to_string(count) + " request(s) in flight with E8002; see " + log_path);
   }
-  // The caller's thread joins this thread before it starts another call, so these
-  // answers always come before anything a new bridge says.
   for (const auto& [id, count] : unanswered) {
-    for (int i = 0; i < count; ++i) {
-      std::string response = BridgeUnreachableResponse(id, message);
-      output_.WriteLine(&response);
-    }
+    for (int i = 0; i < count; ++i) output_.WriteLine(BridgeUnreachableResponse(id, message));
   }
-  for (std::string& exit_line : lost_exits) {
-    output_.WriteLine(&exit_line);
-  }
+  for (const std::string& exit_line : lost_exits) output_.WriteLine(exit_line);
+  return false;
 }
 
 void ShimSession::AnswerUnreachable(const LineMeta& meta, const std::string& error) {
@@ -256,8 +298,7 @@ void ShimSession::AnswerUnreachable(const LineMeta& meta, const std::string& err
   std::string message = "the bridge is unreachable: " + error;
   const std::string log_path = client_->log_path();
   if (message.find(log_path) == std::string::npos) message += "; see " + log_path;
-  std::string response = BridgeUnreachableResponse(id_json, message);
-  output_.WriteLine(&response);
+  output_.WriteLine(BridgeUnreachableResponse(id_json, message));
 }
 
 }  // namespace abx

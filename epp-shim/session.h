@@ -3,57 +3,66 @@
 // One host session: every line of stdin goes, in order, over one EppSession.Run call to
 // the bridge; every line the bridge sends back goes, in order, to stdout.
 //
-// Threads: the caller's thread reads stdin and writes to the call; one reader thread per
-// call reads from it and writes stdout. Nothing else writes stdout while a call is open.
+// One thread, one poll(2) loop over three descriptors: stdin (read), stdout (written
+// without blocking, from HostOutput's buffer) and the bridge's socket (the HTTP/2
+// connection of grpc_connection.h). Nothing waits on anything else, except as said here:
+//
+//  * The host stops reading stdout: the shim keeps what the bridge sent in its stdout
+//    buffer, and past kOutputHoldBytes stops giving the bridge's send window back, so the
+//    bridge (whose writes then block) stops sending once the 16 MiB window is used up.
+//    Stdin is still read and forwarded meanwhile: a host that writes a request before it
+//    reads the last answer never deadlocks against the shim.
+//  * The bridge stops taking input (its HTTP/2 window is full): lines wait in the
+//    connection's queue; past kInputQueueBytes the shim stops reading stdin until the
+//    bridge takes them, and the host's writes then block.
+//  * The shim's own answers (E8002 while no bridge can be reached) to a host that writes
+//    and never reads: past kOutputLimitBytes stdin is no longer read either.
+//  * Connecting to, or starting, the bridge blocks the loop (up to its start timeout,
+//    10 s); nothing else is in flight then.
 //
 // The shim keeps the set of requests the host still waits for (by id). When the call
-// breaks (the bridge died), each of them is answered at once with E8002 (retryable), so
-// the host never waits for an answer that cannot come. The next request starts a new
-// call (and, if needed, a new bridge); if the session was initialized, its `initialize`
-// line is replayed in SessionStart so the new bridge carries on without asking the host
-// to initialize again. Attached commands of the broken call get their exec.exit from the
-// shim (exit_code null, error E8002; see attached_execs.h): their streams died with it.
+// ends (the bridge died, reset the stream, answered garbage, or ended the session),
+// each of them is answered at once with E8002 (retryable), so the host never waits for an
+// answer that cannot come; those answers go after every line the bridge sent before it
+// ended. The next request starts a new call (and, if needed, a new bridge); if the
+// session was initialized, its `initialize` line is replayed in SessionStart so the new
+// bridge carries on without asking the host to initialize again. Attached commands of
+// the broken call get their exec.exit from the shim (exit_code null, error E8002; see
+// attached_execs.h): their streams died with it.
+//
+// End of stdin half-closes the call (the bridge then cancels attached commands) and
+// waits up to drain_timeout_ms for the bridge to end it and for stdout to take what is
+// left; then the shim leaves (the call cancelled, the rest of stdout dropped, both
+// logged). `exit` ends the session when the bridge ends the call after it, again after
+// at most drain_timeout_ms of writing out what is left.
 
-#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
+#include <string_view>
 
 #include "common/line_reader.h"
 #include "epp-shim/attached_execs.h"
 #include "epp-shim/bridge_client.h"
 #include "epp-shim/config_resolver.h"
+#include "epp-shim/host_output.h"
 #include "epp-shim/line_meta.h"
-#include "proto/bridge.grpc.pb.h"
 
 namespace abx {
-
-// Writes whole lines to a descriptor, one write per line, from any thread. After the
-// reader goes away (EPIPE) further lines are dropped: the host can no longer read them.
-class LineWriter {
- public:
-  explicit LineWriter(int fd) : fd_(fd) {}
-  // Appends '\n' to `*line` and writes it.
-  void WriteLine(std::string* line);
-
- private:
-  std::mutex mu_;
-  const int fd_;
-  bool broken_ = false;
-};
 
 class ShimSession {
  public:
   struct Options {
-    // How long end of stdin waits for the bridge to finish the call.
+    // How long end of stdin (or `exit`) waits for the bridge to finish the call and for
+    // stdout to take what is left.
     int drain_timeout_ms = 1500;
     // After a failed connect, requests within this window are answered at once with
     // the same error instead of each trying again.
     int reconnect_holdoff_ms = 1000;
-    // Called when the bridge ended the call after `exit`; exits the process by default.
+    // Called when the bridge ended the call after `exit` (and stdout was written out);
+    // the process exits in it by default. If it returns, Run() returns 0.
     std::function<void()> on_exit;
     // Resolves the configuration, once, at the first connect.
     std::function<ResolvedConfig()> resolve_config;
@@ -61,44 +70,56 @@ class ShimSession {
     std::string build_id;
   };
 
+  // Past this much unwritten stdout, the bridge's send window is held (see above).
+  static constexpr size_t kOutputHoldBytes = 1 << 20;
+  // Past this much input not yet taken by the bridge, stdin is not read.
+  static constexpr size_t kInputQueueBytes = 8 << 20;
+  // Past this much unwritten stdout, stdin is not read either. Above what the bridge
+  // alone can fill (hold + window + one message), so it only stops a host that keeps
+  // writing requests the shim itself must answer and never reads the answers.
+  static constexpr size_t kOutputLimitBytes = 64 << 20;
+
   ShimSession(BridgeClient* client, int output_fd, Options options);
   ~ShimSession();
 
-  // Forwards every line of `input` until its end (then waits for the bridge to finish
-  // the call, at most drain_timeout_ms) or until `exit` was sent with no bridge
-  // attached. Returns the process exit code (0).
-  int Run(LineReader* input);
+  // Forwards every line read from `input_fd` (not owned) until its end (then drains, see
+  // above), until `exit` was sent with no bridge attached, or until the bridge ended the
+  // call after `exit`. Returns the process exit code (0).
+  int Run(int input_fd);
 
  private:
-  struct Call;
+  class Call;
 
-  // Forwards one line. False when the session is over (`exit` with no bridge attached).
+  // Forwards one line. False when the session is over (`exit` with no bridge attached,
+  // or a call that ended after `exit`).
   bool HandleLine(FramedLine line);
   // Starts a call (connecting to, or starting, the bridge). False with `*error`.
   bool StartCall(std::string* error);
-  // Joins the reader of an ended call and drops it. Caller's thread only.
-  void RetireCall();
-  bool CallEnded();
-  void ReadOutputs(Call* call);
+  // Answers what the ended call leaves unanswered and drops it. True when the session
+  // is over (the call ended after `exit`).
+  bool RetireCall();
+  // A SessionOutput of the current call.
+  void OnBridgeOutput(std::string_view line, std::string_view response_id);
   void AnswerUnreachable(const LineMeta& meta, const std::string& error);
+  // Writes out stdout up to the drain deadline; logs what is dropped.
+  void FinishOutput(int64_t deadline_ms);
 
   BridgeClient* const client_;
-  LineWriter output_;
+  HostOutput output_;
   Options options_;
 
   bool config_resolved_ = false;
   ResolvedConfig config_;
-  std::unique_ptr<Call> call_;  // caller's thread only
+  std::unique_ptr<Call> call_;
   AttachedExecs attached_;
   int64_t last_connect_failure_ms_ = -1;
   std::string last_connect_error_;
 
-  std::mutex mu_;
-  std::condition_variable call_ended_cv_;
   // Ids (compact JSON) of requests sent on the current call and not yet answered,
   // with their counts (a host may reuse an id).
-  std::map<std::string, int> in_flight_;
+  std::map<std::string, int, std::less<>> in_flight_;
   bool exit_sent_ = false;
+  bool exit_acknowledged_ = false;  // the call ended after `exit`
   std::string initialize_id_;
   std::string initialize_line_;
   bool initialized_ = false;

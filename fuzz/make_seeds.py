@@ -435,6 +435,58 @@ def plain_seeds():
         write("utf8", "case_%02d" % i, data)
 
 
+def varint(value):
+    out = b""
+    while value >= 0x80:
+        out += bytes([(value & 0x7F) | 0x80])
+        value >>= 7
+    return out + bytes([value])
+
+
+def pb_bytes(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def grpc_message(body, flags=0):
+    return bytes([flags]) + len(body).to_bytes(4, "big") + body
+
+
+def shim_wire_seeds():
+    """SessionOutput messages as the bridge streams them (proto/bridge.proto)."""
+    response = pb_bytes(1, '{"jsonrpc":"2.0","id":7,"result":{"exec_id":"ab12"}}') + pb_bytes(2, "7")
+    notification = pb_bytes(1, '{"jsonrpc":"2.0","method":"exec.output","params":{"data":"aGk="}}')
+    unknown = varint(9 << 3 | 0) + varint(300) + pb_bytes(1, "line") + \
+        varint(10 << 3 | 5) + b"\x01\x02\x03\x04" + varint(11 << 3 | 3) + varint(1 << 3 | 0) + b"\x05" + \
+        varint(11 << 3 | 4) + pb_bytes(2, '"a"') + varint(12 << 3 | 1) + b"\x00" * 8
+    streams = {
+        "one_response": grpc_message(response),
+        "notification_then_response": grpc_message(notification) + grpc_message(response),
+        "unknown_fields": grpc_message(unknown),
+        "repeated_fields": grpc_message(response + pb_bytes(1, "later line") + pb_bytes(2, '"z"')),
+        "empty_message": grpc_message(b""),
+        "compressed": grpc_message(response, flags=1),
+        "over_the_limit": (300).to_bytes(5, "big"),
+        "cut_mid_message": grpc_message(response)[:-7],
+        "cut_mid_prefix": b"\x00\x00\x00",
+        "bad_group": grpc_message(varint(4 << 3 | 3) + varint(5 << 3 | 4)),
+    }
+    for name, stream in streams.items():
+        for small_limit in (False, True):
+            seed = Input()
+            seed.int_in_range(2, 0, 4).string("api_key").string("k-123").string("base_url")
+            seed.string("http://127.0.0.1:8080")
+            seed.int_in_range(4242, -2**31, 2**31 - 1).string('{"jsonrpc":"2.0","id":1,"method":"initialize"}')
+            seed.string('{"jsonrpc":"2.0","id":2,"method":"provider.info"}')
+            seed.boolean(not small_limit)
+            if small_limit:
+                seed.int_in_range(64, 0, 200)
+            seed.int_in_range(3, 1, 8).int_in_range(1, 1, 64).int_in_range(5, 1, 64).int_in_range(17, 1, 64)
+            seed.rest(stream)
+            write("shim_wire", name + ("_small_limit" if small_limit else ""), seed.bytes())
+
+
 if __name__ == "__main__":
     corpus = os.path.join(HERE, "corpus")
     # Seeds are rewritten; inputs that once failed (regress-*) stay.
@@ -450,5 +502,6 @@ if __name__ == "__main__":
     config_toml_seeds()
     opensandbox_json_seeds()
     plain_seeds()
+    shim_wire_seeds()
     for target in sorted(os.listdir(corpus)):
         print("%-18s %3d seeds" % (target, len(os.listdir(os.path.join(corpus, target)))))

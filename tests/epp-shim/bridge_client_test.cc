@@ -64,7 +64,7 @@ TEST_F(BridgeClientTest, StartsTheBridgeWhenNoneRuns) {
   BridgeConnection connection;
   std::string error;
   ASSERT_TRUE(client.Connect(&connection, &error)) << error;
-  EXPECT_EQ(connection.hello.build_id(), kTestBuildId);
+  EXPECT_EQ(connection.hello.build_id, kTestBuildId);
   EXPECT_EQ(connection.socket_path, socket());
   EXPECT_EQ(connection.log_path, dir_.path() + "/b.log");
   EXPECT_NE(ReadAll(connection.log_path).find("fake bridge: serving"), std::string::npos);
@@ -76,7 +76,7 @@ TEST_F(BridgeClientTest, StartsTheBridgeWhenNoneRuns) {
   BridgeClient again(TestClientOptions(socket()));
   BridgeConnection second;
   ASSERT_TRUE(again.Connect(&second, &error)) << error;
-  EXPECT_EQ(second.hello.pid(), connection.hello.pid());
+  EXPECT_EQ(second.hello.pid, connection.hello.pid);
 }
 
 TEST_F(BridgeClientTest, RestartsAfterTheBridgeDied) {
@@ -88,7 +88,7 @@ TEST_F(BridgeClientTest, RestartsAfterTheBridgeDied) {
   ASSERT_EQ(ProbeUnixSocket(socket(), 100), UnixSocketProbe::kRefused) << "not a stale socket";
   BridgeConnection second;
   ASSERT_TRUE(client.Connect(&second, &error)) << error;
-  EXPECT_NE(second.hello.pid(), first.hello.pid());
+  EXPECT_NE(second.hello.pid, first.hello.pid);
 }
 
 TEST_F(BridgeClientTest, RacingClientsShareOneBridge) {
@@ -100,7 +100,7 @@ TEST_F(BridgeClientTest, RacingClientsShareOneBridge) {
     threads.emplace_back([&, i] {
       BridgeClient client(TestClientOptions(socket()));
       BridgeConnection connection;
-      if (client.Connect(&connection, &errors[i])) pids[i] = connection.hello.pid();
+      if (client.Connect(&connection, &errors[i])) pids[i] = connection.hello.pid;
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -163,7 +163,7 @@ TEST_F(BridgeClientTest, OtherBuildAtExplicitSocketMovesToOwnPath) {
   BridgeConnection connection;
   std::string error;
   ASSERT_TRUE(client.Connect(&connection, &error)) << error;
-  EXPECT_EQ(connection.hello.build_id(), kTestBuildId);
+  EXPECT_EQ(connection.hello.build_id, kTestBuildId);
   EXPECT_EQ(connection.socket_path, dir_.path() + "/b-7e57b111d000.sock");
   EXPECT_EQ(client.log_path(), dir_.path() + "/b-7e57b111d000.log");
   // The old bridge was left alone.

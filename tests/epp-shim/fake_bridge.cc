@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,7 @@ struct FakeBridge::State {
   int hellos = 0;
   int sessions = 0;
   int ended_sessions = 0;
+  std::atomic<int64_t> flood_bytes{0};  // test.flood lines written so far
 };
 
 namespace {
@@ -77,7 +79,7 @@ class EppService final : public pb::EppSession::Service {
  public:
   explicit EppService(FakeBridge::State* state) : state_(state) {}
 
-  grpc::Status Run(grpc::ServerContext*,
+  grpc::Status Run(grpc::ServerContext* context,
                    grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>* stream) override {
     pb::SessionInput input;
     if (!stream->Read(&input) || !input.has_start()) {
@@ -90,7 +92,7 @@ class EppService final : public pb::EppSession::Service {
       state_->starts.push_back(input.start());
       session = ++state_->sessions;
     }
-    grpc::Status result = Serve(stream, replayed, session);
+    grpc::Status result = Serve(context, stream, replayed, session);
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       ++state_->ended_sessions;
@@ -100,8 +102,24 @@ class EppService final : public pb::EppSession::Service {
   }
 
  private:
-  grpc::Status Serve(grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>* stream,
-                     bool replayed, int session) {
+  using Stream = grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>;
+
+  grpc::Status Serve(grpc::ServerContext* context, Stream* stream, bool replayed, int session) {
+    // test.flood writes from threads of its own while this one keeps reading, as the
+    // real bridge answers from request threads.
+    std::vector<std::thread> floods;
+    bool ignore_eof = false;
+    grpc::Status status = ServeLines(stream, replayed, session, &floods, &ignore_eof);
+    for (std::thread& flood : floods) flood.join();
+    if (ignore_eof) {
+      // A bridge that never finishes the session: only the shim going away ends it.
+      while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return status;
+  }
+
+  grpc::Status ServeLines(Stream* stream, bool replayed, int session,
+                          std::vector<std::thread>* floods, bool* ignore_eof) {
     pb::SessionInput input;
     while (stream->Read(&input)) {
       if (input.has_oversized()) {
@@ -139,11 +157,31 @@ class EppService final : public pb::EppSession::Service {
         result = std::string(R"({"protocol":"EPP/1","replayed":false})");
       } else if (method == "test.hang") {
         continue;
+      } else if (method == "test.ignore_eof") {
+        *ignore_eof = true;
+        result = R"({"ignoring":"eof"})";
       } else if (method == "test.fail_call") {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "simulated bridge failure");
       } else if (method == "test.crash") {
         if (state_->binary_mode) _exit(3);
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "simulated crash");
+      } else if (method == "test.flood") {
+        const int64_t bytes = request["params"]["bytes"].GetInt64();
+        floods->emplace_back([this, stream, bytes, id] {
+          const std::string pad(65400, 'f');
+          int64_t sent = 0;
+          for (int seq = 0; sent < bytes; ++seq) {
+            const std::string note = R"({"jsonrpc":"2.0","method":"test.flood","params":{"seq":)" +
+                                     std::to_string(seq) + R"(,"pad":")" + pad + "\"}}";
+            if (!Send(stream, note, "")) return;
+            sent += static_cast<int64_t>(note.size());
+            state_->flood_bytes += static_cast<int64_t>(note.size());
+          }
+          Send(stream, "{\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"flooded\":" +
+                           std::to_string(sent) + "}}",
+               id);
+        });
+        continue;
       } else if (method == "test.env") {
         std::string argv_json = "[";
         for (size_t i = 0; i < state_->argv.size(); ++i) {
@@ -165,15 +203,17 @@ class EppService final : public pb::EppSession::Service {
     return grpc::Status::OK;  // half-closed: end of the host's stdin
   }
 
-  static void Send(grpc::ServerReaderWriter<pb::SessionOutput, pb::SessionInput>* stream,
-                   const std::string& line, const std::string& response_id) {
+  // One write at a time (gRPC's rule), from any thread.
+  bool Send(Stream* stream, const std::string& line, const std::string& response_id) {
     pb::SessionOutput output;
     output.set_line(line);
     output.set_response_id(response_id);
-    stream->Write(output);
+    std::lock_guard<std::mutex> lock(write_mu_);
+    return stream->Write(output);
   }
 
   FakeBridge::State* state_;
+  std::mutex write_mu_;
 };
 
 }  // namespace
@@ -216,6 +256,8 @@ std::vector<std::string> FakeBridge::lines() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->lines;
 }
+
+int64_t FakeBridge::flood_bytes() const { return state_->flood_bytes.load(); }
 
 int FakeBridge::hellos() const {
   std::lock_guard<std::mutex> lock(state_->mu);

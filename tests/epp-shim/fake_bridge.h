@@ -7,9 +7,14 @@
 // Answers, by method of the request line:
 //   initialize      {"result":{"protocol":"EPP/1","replayed":false}}
 //   test.hang       no answer
+//   test.ignore_eof answered; the session then outlives the shim's half-close (it ends
+//                   only when the shim goes away)
 //   test.fail_call  ends the call with UNAVAILABLE (as if the bridge went away)
 //   test.crash      the whole process exits 3 at once (binary mode only)
 //   test.notify     a notification {"method":"test.note"} first, then the answer
+//   test.flood      params.bytes of ~64 KiB notifications {"method":"test.flood"}, from
+//                   a thread of its own (the session keeps reading), then the answer
+//                   {"result":{"flooded":<bytes>}}
 //   anything else   {"result":{"method":<method>,"replayed":<initialized by replay>,
 //                               "session":<session number>,"bytes":<line length>}}
 // `exit` ends the call with OK. An oversized line is answered with E8008 by the id read
@@ -45,6 +50,8 @@ class FakeBridge {
   // Lines received (all sessions), in order.
   std::vector<std::string> lines() const;
   int hellos() const;
+  // Bytes of test.flood lines whose write has returned.
+  int64_t flood_bytes() const;
   // Waits until `count` sessions ended (half-close or exit seen), up to timeout.
   bool WaitForEndedSessions(int count, int timeout_ms) const;
 

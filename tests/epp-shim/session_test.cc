@@ -1,8 +1,13 @@
 #include "epp-shim/session.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/platform.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -200,6 +205,43 @@ TEST_F(SessionTest, ExitEndsTheSession) {
   EXPECT_EQ(session.output().lines().size(), 1u) << "no E8002 after exit";
 }
 
+// End of stdin with a bridge that does not finish the session: the shim waits the drain
+// timeout, cancels the call, answers what is still in flight with E8002 and leaves.
+TEST_F(SessionTest, EndOfInputGivesUpOnABridgeThatDoesNotFinish) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  int input[2], output[2];
+  ASSERT_EQ(pipe2(input, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(output, O_CLOEXEC), 0);
+  BridgeClient client(TestClientOptions(socket()));
+  ShimSession::Options options;
+  options.build_id = kTestBuildId;
+  options.drain_timeout_ms = 300;
+  auto session = std::make_unique<ShimSession>(&client, output[1], std::move(options));
+  const std::string lines = R"({"jsonrpc":"2.0","id":1,"method":"test.ignore_eof"})" "\n"
+                            R"({"jsonrpc":"2.0","id":2,"method":"test.hang"})" "\n";
+  ASSERT_TRUE(WriteAll(input[1], lines.data(), lines.size()));
+  close(input[1]);
+  const int64_t start = MonotonicMillis();
+  EXPECT_EQ(session->Run(input[0]), 0);
+  const int64_t took = MonotonicMillis() - start;
+  EXPECT_GE(took, 300);
+  EXPECT_LT(took, 1500);
+  session.reset();  // its own descriptor of the pipe goes with it
+  close(output[1]);
+  LineReader reader(output[0]);
+  FramedLine line;
+  std::vector<std::string> got;
+  while (reader.Next(&line)) got.push_back(line.data);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0].find(R"("ignoring":"eof")"), std::string::npos) << got[0];
+  EXPECT_TRUE(IsBridgeGone(got[1], "2")) << got[1];
+  EXPECT_NE(got[1].find("before the bridge finished the session"), std::string::npos) << got[1];
+  EXPECT_TRUE(bridge->WaitForEndedSessions(1, 2000)) << "the bridge never saw the shim go";
+  close(input[0]);
+  close(output[0]);
+}
+
 TEST_F(SessionTest, ExitWithoutBridgeReturnsAtOnce) {
   BridgeClientOptions options = TestClientOptions(socket());
   options.bridge_binary = dir_.path() + "/no-such-bridge";
@@ -228,6 +270,82 @@ TEST_F(SessionTest, UnreachableBridgeAnswersEachRequestAndKeepsReading) {
   session.CloseInput();
   EXPECT_TRUE(session.WaitDone(3000));
   EXPECT_EQ(session.exit_code(), 0);
+}
+
+// The host stops reading stdout while the bridge floods it: the bridge is held back
+// (its writes block once the shim's window is used up) instead of the shim buffering
+// everything, stdin is still read and forwarded meanwhile, and once the host reads
+// again every line arrives, in order.
+TEST_F(SessionTest, HostThatStopsReadingHoldsTheBridgeButStdinStillFlows) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  int input[2], output[2];
+  ASSERT_EQ(pipe2(input, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(output, O_CLOEXEC), 0);
+  BridgeClient client(TestClientOptions(socket()));
+  ShimSession::Options options;
+  options.build_id = kTestBuildId;
+  ShimSession session(&client, output[1], std::move(options));
+  std::thread runner([&] { session.Run(input[0]); });
+  auto send = [&](const std::string& line) {
+    const std::string framed = line + "\n";
+    ASSERT_TRUE(WriteAll(input[1], framed.data(), framed.size()));
+  };
+
+  constexpr int64_t kFlood = 64 << 20;
+  send(R"({"jsonrpc":"2.0","id":1,"method":"test.flood","params":{"bytes":)" +
+       std::to_string(kFlood) + "}}");
+  // Until the bridge's writes stop making progress.
+  int64_t last = -1;
+  int64_t quiet_since = MonotonicMillis();
+  for (int64_t start = MonotonicMillis(); MonotonicMillis() - quiet_since < 700;) {
+    ASSERT_LT(MonotonicMillis() - start, 30000) << "the flood never settled";
+    const int64_t now_bytes = bridge->flood_bytes();
+    if (now_bytes != last) {
+      last = now_bytes;
+      quiet_since = MonotonicMillis();
+    }
+    usleep(20000);
+  }
+  // What may be out: the pipe, the shim's stdout buffer up to the hold mark, one
+  // receive window (16 MiB), and what grpc++ buffers on the bridge's side.
+  EXPECT_GT(last, 0);
+  EXPECT_LT(last, 24 << 20) << "the bridge was not held back";
+
+  send(R"({"jsonrpc":"2.0","id":2,"method":"during.hold"})");
+  bool received = false;
+  for (int i = 0; i < 250 && !received; ++i) {
+    for (const std::string& line : bridge->lines()) received |= line.find("during.hold") != std::string::npos;
+    if (!received) usleep(20000);
+  }
+  EXPECT_TRUE(received) << "stdin stopped while stdout was not read";
+
+  // The host reads again: everything arrives.
+  LineReader reader(output[0]);
+  FramedLine line;
+  int next_seq = 0;
+  bool flood_answered = false, during_answered = false;
+  while (!(flood_answered && during_answered) && reader.Next(&line)) {
+    if (line.data.find(R"("method":"test.flood")") != std::string::npos) {
+      ASSERT_FALSE(flood_answered) << "a flood line after the flood's answer";
+      ASSERT_NE(line.data.find("\"seq\":" + std::to_string(next_seq) + ","), std::string::npos)
+          << "out of order: expected seq " << next_seq;
+      ++next_seq;
+    } else if (line.data.find(R"("id":1,)") != std::string::npos) {
+      EXPECT_NE(line.data.find(R"("flooded":)"), std::string::npos) << line.data;
+      flood_answered = true;
+    } else if (line.data.find(R"("id":2,)") != std::string::npos) {
+      during_answered = true;
+    }
+  }
+  EXPECT_TRUE(flood_answered);
+  EXPECT_TRUE(during_answered);
+  EXPECT_GE(int64_t{next_seq} * 65400, kFlood - 65536);
+  close(input[1]);
+  runner.join();
+  close(input[0]);
+  close(output[0]);
+  close(output[1]);
 }
 
 TEST_F(SessionTest, EndOfInputWithoutAnyLineNeverTouchesTheBridge) {

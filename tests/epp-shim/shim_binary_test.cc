@@ -202,7 +202,8 @@ TEST_F(ShimBinaryTest, CrashedBridgeIsReplacedAndTheSessionGoesOn) {
   EXPECT_NE(after.find(R"("replayed":true)"), std::string::npos) << after;
   shim.CloseStdin();
   EXPECT_EQ(shim.Wait(3000), 0);
-  EXPECT_NE(shim.Stderr().find("restart reason STALE_SOCKET"), std::string::npos);
+  const std::string err = shim.Stderr();
+  EXPECT_NE(err.find("restart reason STALE_SOCKET"), std::string::npos) << err;
 }
 
 TEST_F(ShimBinaryTest, SecondShimReusesTheBridge) {

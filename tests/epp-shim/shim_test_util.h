@@ -116,8 +116,7 @@ class SessionUnderTest {
     };
     session_ = std::make_unique<ShimSession>(&client_, output_.write_fd(), std::move(options));
     thread_ = std::thread([this] {
-      LineReader reader(input_read_);
-      int code = session_->Run(&reader);
+      int code = session_->Run(input_read_);
       std::lock_guard<std::mutex> lock(mu_);
       exit_code_ = code;
       done_ = true;

@@ -1,0 +1,56 @@
+#pragma once
+
+// The messages of proto/bridge.proto that the shim sends and receives, encoded and
+// decoded with the small codec of proto_wire.h. Field numbers are those of the .proto;
+// //tests/epp-shim:bridge_messages_test round-trips every one against the generated
+// classes (unknown fields and map entries included), so a change of the .proto that
+// this file misses fails there.
+//
+// Decoders follow protobuf's rules: fields in any order, the last occurrence of a
+// singular field wins, unknown fields are skipped, a field of an unexpected wire type
+// is skipped as unknown. They fail only on malformed input.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace abx {
+
+// SessionStart (SessionInput field 1).
+struct SessionStartMessage {
+  std::map<std::string, std::string> config;         // holds secrets: never logged
+  std::map<std::string, std::string> config_source;
+  std::string shim_version;
+  std::string build_id;
+  int32_t shim_pid = 0;
+  std::string replay_initialize;
+};
+
+// Bridge.Hello's reply.
+struct HelloReplyMessage {
+  std::string build_id;
+  std::string version;
+  int32_t pid = 0;
+  int64_t uptime_seconds = 0;
+};
+
+// HelloRequest.
+std::string EncodeHelloRequest(std::string_view build_id);
+bool DecodeHelloReply(std::string_view bytes, HelloReplyMessage* reply);
+
+// SessionInput{start}.
+std::string EncodeSessionStart(const SessionStartMessage& start);
+
+// SessionInput{line}: the bytes that precede the line itself (tag and length), so a
+// line of up to 8 MiB is queued as it is, without being copied into a message.
+std::string SessionInputLineHeader(size_t line_size);
+
+// SessionInput{oversized}.
+std::string EncodeOversizedLine(std::string_view prefix, int64_t length);
+
+// SessionOutput. `line` and `response_id` are views into `bytes`.
+bool DecodeSessionOutput(std::string_view bytes, std::string_view* line,
+                         std::string_view* response_id);
+
+}  // namespace abx

@@ -208,6 +208,16 @@ TEST_F(SessionConcurrencyTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) 
     const std::string ticks_exec = ticks_started ? GetString(ticks_started->result(), "exec_id") : "";
     ASSERT_FALSE(ticks_exec.empty()) << Describe(ticks_started);
     ASSERT_NE(host.sink().WaitNotification(ticks_exec, "exec.output", kAnswerTimeout), nullptr);
+    // While it runs, process.list names it by its exec_id (the tag the session's exec.start
+    // remembered in the shared Upstream, beside every other session's).
+    MessagePtr processes = host.Call("process.list", on(own).str(), kAnswerTimeout);
+    const rapidjson::Value* listed_processes =
+        processes ? e2e::Find(processes->result(), "processes") : nullptr;
+    bool ticking_listed = false;
+    for (size_t p = 0; listed_processes && listed_processes->IsArray() && p < listed_processes->Size(); ++p) {
+      ticking_listed = ticking_listed || GetString((*listed_processes)[p], "exec_id") == ticks_exec;
+    }
+    EXPECT_TRUE(ticking_listed) << "host " << i << ": " << e2e::Abbreviate(Describe(processes), 600);
     host.CancelRequest(ticks);
 
     // Reads follow their writes.

@@ -135,15 +135,17 @@ TEST_F(SessionConcurrencyTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) 
   std::vector<std::unique_ptr<InProcessHost>> hosts(kHosts);
   std::vector<std::string> sandboxes(kHosts);
 
+  const int64_t requests_before = core()->counters().requests_total;
   std::atomic<bool> done{false};
   std::atomic<int64_t> status_reads{0};
   std::thread status([&] {
+    int64_t last_total = requests_before;
     while (!done) {
       const core::BridgeCore::Counters counters = core()->counters();
-      EXPECT_GE(counters.requests_total, 0);
+      EXPECT_GE(counters.requests_total, last_total) << "the request counter went back";
+      last_total = counters.requests_total;
       for (const core::BridgeCore::CachedSandbox& cached : core()->CachedSandboxes()) {
-        EXPECT_EQ(cached.credential.find(kKeyA), std::string::npos);
-        EXPECT_EQ(cached.credential.find(kKeyB), std::string::npos);
+        EXPECT_EQ(cached.credential.rfind("credential ", 0), 0u) << cached.credential;
       }
       // The adapter registers every session's secrets as it starts, while others log.
       core::log::RegisterSecret(kKeyA);
@@ -166,12 +168,8 @@ TEST_F(SessionConcurrencyTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) 
   });
   for (const std::string& id : sandboxes) ASSERT_FALSE(id.empty());
 
-  // 2. Each host pipelines the mix on its own sandbox and its neighbour's. The hosts
-  // start 100 ms apart: all at once, their ~80 new connections overflow the fake's listen
-  // backlog (cpp-httplib's 5) under ThreadSanitizer, and the connect timeouts that follow
-  // would measure the fake, not the bridge.
+  // 2. Each host pipelines the mix on its own sandbox and its neighbour's.
   OnThreads(kHosts, [&](int i) {
-    std::this_thread::sleep_for(Millis(100 * i));
     InProcessHost& host = *hosts[i];
     const std::string& own = sandboxes[i];
     const std::string& neighbour = sandboxes[(i + 1) % kHosts];
@@ -324,8 +322,9 @@ TEST_F(SessionConcurrencyTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) 
   EXPECT_GT(status_reads.load(), 0);
 
   ExpectNoSandboxLeft();
-  // Both credentials got their own cached state, under labels, never the keys.
-  EXPECT_GE(core()->counters().requests_total, kHosts * 15);
+  // Every request a session dispatched was counted: per host a create, 13 in the mix,
+  // two kills and the shutdown (initialize and refused requests are not dispatched).
+  EXPECT_EQ(core()->counters().requests_total - requests_before, kHosts * 17);
 }
 
 // A session destroyed (the host's stream gone) with a command streaming, a command
@@ -564,11 +563,9 @@ TEST_F(SessionConcurrencyTest, SlowHostHoldsBackItsStreamAndLosesNothing) {
 // either with its whole exact result or with E8009; an exec.start answered with an
 // exec_id ends with exactly one exec.exit. Several sessions do it at once on one sandbox.
 //
-// The delays are scaled to how long such a request takes in this build (ThreadSanitizer
-// makes it several times slower), so the cancel lands across its whole life in any build.
-// Each session has one request in flight at a time: every cancelled command costs the
-// fake new connections (the dropped stream, the interrupt), and bursts of hundreds
-// overflow its listen backlog (cpp-httplib's 5) under TSan, which measures the fake.
+// Each session has one such request in flight at a time, and the delay before its cancel
+// is scaled to how long the request takes in this build (ThreadSanitizer makes it several
+// times slower), so the cancel lands across its whole life in any build.
 TEST_F(SessionConcurrencyTest, CancelsRacingTheEndOfTheirRequests) {
   constexpr int kHosts = 4;
   constexpr int kRounds = 30;

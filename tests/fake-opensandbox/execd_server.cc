@@ -5,6 +5,7 @@
 #include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
+#include "tests/fake-opensandbox/listen_backlog.h"
 
 namespace fake_opensandbox {
 
@@ -113,7 +114,7 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   RegisterMetricsRoutes(server, &state->context);
   RegisterPortProxyRoute(server, &state->context);
 
-  state->port = server.bind_to_any_port("127.0.0.1");
+  state->port = BindWithFullBacklog(server, 0);
   if (state->port <= 0) {
     *error = "execd listener: cannot bind 127.0.0.1:0";
     return nullptr;

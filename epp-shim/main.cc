@@ -39,12 +39,15 @@ int Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Messages that span HTTP/2 frames are gathered in a buffer that is freed and
-  // allocated again around large lines. At glibc's default trim threshold (128 KiB)
-  // nearly every such free gave the top of the heap back to the kernel and the next
-  // message faulted it in again (it was most of the shim's CPU in a stream, when the
-  // shim still used grpc++); keep up to 1 MiB of it instead.
-  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+  // Large lines (a files.write chunk is megabytes) pass through buffers of their own size:
+  // the line, the parser's copy of its strings, messages gathered from HTTP/2 frames.
+  // Left to glibc's defaults, each was a fresh mapping, faulted in page by page and
+  // unmapped again at every line, which was most of the shim's CPU on large lines.
+  // They come from the heap and are reused instead; the shim is one thread, so one
+  // arena, and the session hands the free memory back once its host has gone quiet
+  // (session.h, "Memory").
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--version") == 0) {
       std::printf("%s %s %s (build %s)\n", kShimName, abx::kProviderName,

@@ -1,6 +1,7 @@
 #include "epp-shim/session.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@ constexpr size_t kInputReadBytes = 64 << 10;
 // After a call is cancelled at the drain deadline, its E8002 answers get this long
 // more to reach the host (EPP/1 wants the shim gone within 2 s of end of stdin).
 constexpr int kFinalFlushMs = 250;
+// Quiet for this long after some traffic: the free memory goes back to the system.
+constexpr int kIdleTrimMs = 1000;
 
 }  // namespace
 
@@ -66,6 +69,7 @@ int ShimSession::Run(int input_fd) {
   std::unique_ptr<char[]> buffer(new char[kInputReadBytes]);
   bool input_open = true;
   int64_t drain_deadline = -1;
+  bool trim_when_idle = false;  // traffic passed since the last trim
 
   for (;;) {
     if (call_ != nullptr && call_->ended && RetireCall()) {
@@ -108,14 +112,21 @@ int ShimSession::Run(int input_fd) {
       entries[count++] = {input_fd, POLLIN, 0};
     }
     const int timeout =
-        input_open ? -1
-                   : static_cast<int>(std::max<int64_t>(drain_deadline - MonotonicMillis(), 0));
+        !input_open ? static_cast<int>(std::max<int64_t>(drain_deadline - MonotonicMillis(), 0))
+        : trim_when_idle ? kIdleTrimMs
+                         : -1;
     const int ready = poll(entries, count, timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
       ShimLog(std::string("poll: ") + strerror(errno));
       return 1;
     }
+    if (ready == 0 && input_open) {
+      malloc_trim(0);
+      trim_when_idle = false;
+      continue;
+    }
+    trim_when_idle = true;
 
     // The bridge first: whatever it sent before a line arrived goes out before that
     // line's fate is decided (and a call that ended is seen ended).

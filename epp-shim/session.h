@@ -30,6 +30,10 @@
 // the broken call get their exec.exit from the shim (exit_code null, error E8002; see
 // attached_execs.h): their streams died with it.
 //
+// Memory: large lines are served from the heap and reused (main.cc); once a second has
+// passed with nothing to do after some traffic, the shim gives its free memory back
+// (malloc_trim), so an idle shim holds no more than it did before the last large line.
+//
 // End of stdin half-closes the call (the bridge then cancels attached commands) and
 // waits up to drain_timeout_ms for the bridge to end it and for stdout to take what is
 // left; then the shim leaves (the call cancelled, the rest of stdout dropped, both

@@ -2,9 +2,13 @@
 
 #include <signal.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
+#include "tests/fake-opensandbox/listen_backlog.h"
 
 namespace fake_opensandbox {
 
@@ -113,9 +117,14 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   RegisterMetricsRoutes(server, &state->context);
   RegisterPortProxyRoute(server, &state->context);
 
+  const ListenBacklog backlog(server);
   state->port = server.bind_to_any_port("127.0.0.1");
   if (state->port <= 0) {
     *error = "execd listener: cannot bind 127.0.0.1:0";
+    return nullptr;
+  }
+  if (!backlog.Raise()) {
+    *error = std::string("execd listener: listen: ") + strerror(errno);
     return nullptr;
   }
   State* raw = state.get();

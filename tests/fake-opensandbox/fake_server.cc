@@ -13,6 +13,7 @@
 #include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/ids.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
+#include "tests/fake-opensandbox/listen_backlog.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -125,6 +126,7 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
   RegisterLifecycleRoutes(server, &ctx);
   RegisterServerProxyRoute(server, &ctx);
 
+  const ListenBacklog backlog(server);
   if (config.port == 0) {
     fake->port_ = server.bind_to_any_port("127.0.0.1");
   } else if (server.bind_to_port("127.0.0.1", config.port)) {
@@ -132,6 +134,10 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
   }
   if (fake->port_ <= 0) {
     *error = "cannot listen on 127.0.0.1:" + std::to_string(config.port);
+    return nullptr;
+  }
+  if (!backlog.Raise()) {
+    *error = "listen on 127.0.0.1:" + std::to_string(fake->port_) + ": " + strerror(errno);
     return nullptr;
   }
   ctx.port = fake->port_;

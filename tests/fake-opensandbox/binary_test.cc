@@ -164,9 +164,8 @@ TEST(BinaryTest, ManyConnectionsAtOnceAreQueuedNotDropped) {
                              "application/json");
   ASSERT_EQ(created->status, 202);
   std::string id = ParseJson(created->body)["id"].GetString();
-  EndpointClient execd_endpoint(
-      ParseJson(client.Get(("/v1/sandboxes/" + id + "/endpoints/44772").c_str(), key)->body)["endpoint"]
-          .GetString());
+  auto endpoint = client.Get(("/v1/sandboxes/" + id + "/endpoints/44772").c_str(), key);
+  EndpointClient execd_endpoint(ParseJson(endpoint->body)["endpoint"].GetString());
   const int execd_port = execd_endpoint.port;
   ASSERT_GT(execd_port, 0);
 

@@ -19,7 +19,8 @@ struct RequestPool::State {
 
   const RequestPoolOptions options;
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable cv;       // a task was queued, or idle threads must go
+  std::condition_variable left_cv;  // an idle thread stopped waiting
   // Under mu.
   std::deque<std::function<void()>> tasks;  // handed to waiting threads, one each
   size_t threads = 0;
@@ -58,10 +59,13 @@ void RequestPool::Run(std::function<void()> task) {
   }
 }
 
-void RequestPool::ReleaseIdle() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+void RequestPool::ReleaseIdle(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(state_->mu);
   ++state_->release_epoch;
   state_->cv.notify_all();
+  // Threads that go idle after this call wait again (the next request may want them);
+  // when the last session has ended there are none.
+  state_->left_cv.wait_for(lock, wait, [&] { return state_->waiting == 0; });
 }
 
 RequestPool::Stats RequestPool::stats() const {
@@ -86,6 +90,7 @@ void RequestPool::Work(std::shared_ptr<State> state, std::function<void()> task)
       return !s.tasks.empty() || s.stopping || s.release_epoch != epoch;
     });
     --s.waiting;
+    s.left_cv.notify_all();
     // A queued task was promised to a waiting thread: whoever wakes takes it, also when
     // released or stopping at the same moment.
     if (s.tasks.empty()) break;

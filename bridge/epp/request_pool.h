@@ -54,8 +54,9 @@ class RequestPool {
 
   // Every thread idle now exits (threads still running tasks stay until they finish and
   // idle out): for the moment the last session ends, so an idle bridge holds no request
-  // threads and their stacks.
-  void ReleaseIdle();
+  // threads, their stacks and their malloc caches. Returns once no thread is idle any
+  // more, or after `wait` at most.
+  void ReleaseIdle(std::chrono::milliseconds wait = std::chrono::milliseconds(200));
 
   struct Stats {
     size_t threads = 0;           // alive: running a task or idle

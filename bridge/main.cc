@@ -95,7 +95,7 @@ int Stop(const std::string& socket) {
 // Large transient buffers (curl's 256 KiB receive buffers, stream blocks, file bodies)
 // get pages of their own, returned to the system when freed. Left alone, glibc raises its
 // mmap threshold once the first such buffer is freed and serves the next ones from its
-// per-thread arenas, which this thread-per-request daemon then fragments: under 64 busy
+// per-thread arenas, which this many-threaded daemon then fragments: under 64 busy
 // sessions the RSS crept from ~40 to ~95 MiB while the live heap stayed near 32 MiB
 // (tests/soak). Setting the threshold explicitly also turns that adjustment off.
 // It also leaves the trim threshold at 128 KiB, so freeing a stream's 64 KiB chunk

@@ -776,7 +776,7 @@ TEST(HttpClientTest, OneCancelStopsEveryTransferWatchingIt) {
   CancelFlag cancel;
   constexpr int kCalls = 6;  // below cpp-httplib's 8 worker threads
   std::vector<TransportErrorKind> kinds(kCalls, TransportErrorKind::kOther);
-  std::vector<bool> failed(kCalls, false);
+  std::vector<char> failed(kCalls, 0);  // not vector<bool>: its elements share words
   std::vector<std::thread> callers;
   for (int i = 0; i < kCalls; ++i) {
     callers.emplace_back([&, i] {

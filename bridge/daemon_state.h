@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "bridge/core/bridge_core.h"
+#include "bridge/epp/request_pool.h"
 
 namespace abx::bridge {
 
@@ -16,6 +17,8 @@ class DaemonState {
   explicit DaemonState(std::unique_ptr<core::BridgeCore> core);
 
   core::BridgeCore& core() { return *core_; }
+  // The threads every session's requests run on.
+  epp::RequestPool& request_pool() { return request_pool_; }
 
   // Counts a session for as long as the returned lease lives; null while draining.
   class SessionLease {
@@ -44,6 +47,7 @@ class DaemonState {
 
  private:
   std::unique_ptr<core::BridgeCore> core_;
+  epp::RequestPool request_pool_;
   const std::chrono::steady_clock::time_point started_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> sessions_active_{0};

@@ -67,7 +67,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
 
   StreamSink sink(stream);
   {
-    epp::Session session(&state_->core(), std::move(origin), &sink);
+    epp::Session session(&state_->core(), &state_->request_pool(), std::move(origin), &sink);
     while (!session.exit_requested() && stream->Read(&input)) {
       if (input.kind_case() == SessionInput::kLine) {
         session.OnLine(std::move(*input.mutable_line()));
@@ -90,9 +90,13 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
   }
   core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
   session_lease.reset();
-  // The last session gone: hand the free memory the request threads' arenas keep (up to
-  // the trim threshold each, see main.cc) back to the system, so an idle bridge is small.
-  if (state_->sessions_active() == 0) malloc_trim(0);
+  // The last session gone: the idle request threads end, and the free memory the threads'
+  // arenas keep (up to the trim threshold each, see main.cc) goes back to the system, so
+  // an idle bridge is small.
+  if (state_->sessions_active() == 0) {
+    state_->request_pool().ReleaseIdle();
+    malloc_trim(0);
+  }
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,5 @@
 #include "bridge/epp/session.h"
 
-#include <thread>
 #include <vector>
 
 #include "bridge/core/bridge_core.h"
@@ -10,6 +9,7 @@
 #include "bridge/epp/features.h"
 #include "bridge/epp/jsonrpc.h"
 #include "bridge/epp/methods.h"
+#include "bridge/epp/request_pool.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -89,8 +89,9 @@ void Request::Notify(std::string_view method, std::string_view params_json) {
 
 void Request::NotifyLine(std::string line) { session_->sink().Write(std::move(line), ""); }
 
-Session::Session(core::BridgeCore* core, SessionOrigin origin, LineSink* sink)
-    : core_(core), origin_(std::move(origin)), sink_(sink) {
+Session::Session(core::BridgeCore* core, RequestPool* pool, SessionOrigin origin,
+                 LineSink* sink)
+    : core_(core), pool_(pool), origin_(std::move(origin)), sink_(sink) {
   if (!origin_.replay_initialize.empty()) {
     std::string id_json, ignored;
     auto env = ParseEnvelope(origin_.replay_initialize, &id_json);
@@ -210,7 +211,7 @@ void Session::Dispatch(std::string id_json, std::string method,
     in_flight_[id_json] = request;
   }
   core_->CountRequest();
-  std::thread([this, request] {
+  pool_->Run([this, request] {
     core::Result<std::string> result = std::string("null");
     if (request->method() == "shutdown") {
       // Stop accepting (done by the caller), cancel what is in flight, wait, answer.
@@ -230,7 +231,7 @@ void Session::Dispatch(std::string id_json, std::string method,
     if (it != in_flight_.end() && it->second == request) in_flight_.erase(it);
     --running_;
     idle_cv_.notify_all();
-  }).detach();
+  });
 }
 
 void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }

@@ -1,8 +1,9 @@
 #pragma once
 // One EPP/1 host session on the bridge: the JSON-RPC state machine (initialize first,
-// shutdown, exit, $/cancel), concurrency (every request runs on its own thread, so
-// requests pipeline and answer out of order) and the end of the host (cancel attached
-// commands, then wait for every handler). Method semantics live in methods_*.cc.
+// shutdown, exit, $/cancel), concurrency (every request starts at once on a thread of the
+// bridge's request pool, so requests pipeline and answer out of order) and the end of the
+// host (cancel attached commands, then wait for every handler). Method semantics live in
+// methods_*.cc.
 
 #include <atomic>
 #include <chrono>
@@ -42,6 +43,7 @@ struct SessionOrigin {
   int shim_pid = 0;
 };
 
+class RequestPool;
 class Session;
 
 // One request in flight: its params, its cancellation, and the way to answer it.
@@ -85,7 +87,8 @@ class Request {
 
 class Session {
  public:
-  Session(core::BridgeCore* core, SessionOrigin origin, LineSink* sink);
+  // `pool` runs the requests; it and `core` outlive the session.
+  Session(core::BridgeCore* core, RequestPool* pool, SessionOrigin origin, LineSink* sink);
   ~Session();  // waits for every handler
 
   // Lines in the order the host wrote them.
@@ -119,6 +122,7 @@ class Session {
   void CancelWhere(bool attached_only);
 
   core::BridgeCore* core_;
+  RequestPool* pool_;
   SessionOrigin origin_;
   LineSink* sink_;
   core::ProviderConfig config_;
@@ -130,7 +134,7 @@ class Session {
   std::mutex mu_;
   std::condition_variable idle_cv_;
   std::map<std::string, std::shared_ptr<Request>> in_flight_;  // by id JSON
-  int running_ = 0;  // handler threads alive
+  int running_ = 0;  // requests whose handler has not returned
 };
 
 }  // namespace abx::epp

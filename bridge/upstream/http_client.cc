@@ -1,11 +1,16 @@
 #include "bridge/upstream/http_client.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <unordered_map>
 #include <utility>
@@ -19,7 +24,7 @@ namespace {
 // event per HTTP chunk is typical) are packed into the current block, so a fast stream of
 // small events costs one lock and one memcpy per write, not an allocation.
 constexpr size_t kBlockBytes = 256 << 10;
-constexpr long kPollMs = 1000;  // the I/O thread is woken on demand; this is only a backstop
+constexpr int64_t kPollMs = 1000;  // the I/O thread is woken on demand; this is only a backstop
 
 // kDrain: the caller has what it wanted, but the rest of the response is read (and
 // dropped) so the connection survives; see Request::drain_ms.
@@ -139,12 +144,21 @@ struct HttpClient::Transfer {
 };
 
 // The libcurl side: handles and callbacks, used by the I/O thread only (the share's locks
-// are the exception, being libcurl's to take).
+// and the wake-up eventfd are the exceptions).
+//
+// The multi handle is driven by curl's socket interface (curl_multi_socket_action) over an
+// epoll set, not by curl_multi_perform + curl_multi_poll: those look at every transfer on
+// every turn (each one a poll() of its socket) and pass every socket to poll() again, so
+// with 64 transfers in flight a turn cost ~65 system calls, and there is a turn for every
+// event of every transfer. With the socket interface a turn touches only the sockets that
+// are ready, and curl's timeouts come through its timer callback.
 class HttpClient::Curl {
  public:
   ~Curl() {
     if (multi != nullptr) curl_multi_cleanup(multi);
     if (share != nullptr) curl_share_cleanup(share);
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
   }
 
   static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
@@ -159,9 +173,19 @@ class HttpClient::Curl {
   static size_t OnStreamBody(char* buffer, size_t size, size_t count, void* user);
   static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t uploaded);
   static int OnPrereq(void* user, char*, char*, int, int);
+  // curl asks to watch (or forget) a socket: kept in the epoll set.
+  static int OnSocket(CURL* easy, curl_socket_t socket, int what, void* user, void* socket_user);
+  // curl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) after `timeout_ms` (-1: never).
+  static int OnTimer(CURLM* multi, long timeout_ms, void* user);
+
+  // Runs curl's timeout if it is due by `now_ms`.
+  void RunTimerIfDue(int64_t now_ms);
 
   CURLM* multi = nullptr;
   CURLSH* share = nullptr;
+  int epoll_fd = -1;
+  int wake_fd = -1;  // eventfd: written by Wake() from any thread
+  int64_t timer_due_ms = -1;  // when curl's timeout is due; -1: none
   std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
   std::unordered_map<CURL*, std::shared_ptr<Transfer>> active;
 };
@@ -262,6 +286,37 @@ int HttpClient::Curl::OnPrereq(void* user, char*, char*, int, int) {
   return CURL_PREREQFUNC_OK;
 }
 
+int HttpClient::Curl::OnSocket(CURL*, curl_socket_t socket, int what, void* user, void*) {
+  auto* curl = static_cast<Curl*>(user);
+  if (what == CURL_POLL_REMOVE) {
+    // The socket may be closed already, which removed it from the set.
+    epoll_ctl(curl->epoll_fd, EPOLL_CTL_DEL, socket, nullptr);
+    return 0;
+  }
+  epoll_event event = {};
+  event.events = ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u) |
+                 ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
+  event.data.fd = socket;
+  // MOD first: a socket curl already watches only changes direction. ENOENT: a new one,
+  // or one whose number was closed and reused since.
+  if (epoll_ctl(curl->epoll_fd, EPOLL_CTL_MOD, socket, &event) != 0 && errno == ENOENT) {
+    epoll_ctl(curl->epoll_fd, EPOLL_CTL_ADD, socket, &event);
+  }
+  return 0;
+}
+
+int HttpClient::Curl::OnTimer(CURLM*, long timeout_ms, void* user) {
+  static_cast<Curl*>(user)->timer_due_ms = timeout_ms < 0 ? -1 : NowMs() + timeout_ms;
+  return 0;
+}
+
+void HttpClient::Curl::RunTimerIfDue(int64_t now_ms) {
+  if (timer_due_ms < 0 || timer_due_ms > now_ms) return;
+  timer_due_ms = -1;  // curl sets it again from inside the call if it wants
+  int running = 0;
+  curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+}
+
 HttpClient::HttpClient(const HttpClientOptions& options) : options_(options) {}
 
 std::unique_ptr<HttpClient> HttpClient::Create(const HttpClientOptions& options,
@@ -286,6 +341,20 @@ bool HttpClient::Start(std::string* error) {
     *error = "libcurl could not create its handles (out of memory)";
     return false;
   }
+  curl_->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  curl_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event wake = {};
+  wake.events = EPOLLIN;
+  wake.data.fd = curl_->wake_fd;
+  if (curl_->epoll_fd < 0 || curl_->wake_fd < 0 ||
+      epoll_ctl(curl_->epoll_fd, EPOLL_CTL_ADD, curl_->wake_fd, &wake) != 0) {
+    *error = std::string("the HTTP client's event loop could not be set up: ") + strerror(errno);
+    return false;
+  }
+  curl_multi_setopt(curl_->multi, CURLMOPT_SOCKETFUNCTION, &Curl::OnSocket);
+  curl_multi_setopt(curl_->multi, CURLMOPT_SOCKETDATA, curl_.get());
+  curl_multi_setopt(curl_->multi, CURLMOPT_TIMERFUNCTION, &Curl::OnTimer);
+  curl_multi_setopt(curl_->multi, CURLMOPT_TIMERDATA, curl_.get());
   curl_multi_setopt(curl_->multi, CURLMOPT_MAXCONNECTS,
                     static_cast<long>(options_.connection_cache_size));
   curl_multi_setopt(curl_->multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
@@ -309,7 +378,12 @@ HttpClient::~HttpClient() {
   }
 }
 
-void HttpClient::Wake() { curl_multi_wakeup(curl_->multi); }
+void HttpClient::Wake() {
+  // An eventfd counts; a full counter (never, in practice) still leaves it readable.
+  const uint64_t one = 1;
+  ssize_t written = write(curl_->wake_fd, &one, sizeof one);
+  (void)written;
+}
 
 bool HttpClient::Submit(const std::shared_ptr<Transfer>& transfer) {
   {
@@ -363,8 +437,16 @@ bool HasHeader(const HeaderList& headers, std::string_view name) {
 TransportResult<Response> HttpClient::Send(const Request& request, const CancelFlag* cancel) {
   if (auto invalid = CheckRequest(request)) return *invalid;
   auto transfer = std::make_shared<Transfer>(request, /*streaming=*/false, 0);
-  if (Submit(transfer)) WaitFinished(transfer.get(), cancel);
   Transfer& t = *transfer;
+  if (cancel != nullptr && cancel->is_set()) return Cancelled(t);
+  {
+    // Ends with this block, while no lock is held (see cancel_flag.h).
+    CancelFlag::Watch watch(cancel, [this, &t] { StopForCancel(&t); });
+    if (Submit(transfer)) {
+      std::unique_lock<std::mutex> lock(t.mu);
+      t.cv.wait(lock, [&] { return t.finished; });
+    }
+  }
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.result != CURLE_OK || t.stopped_by != StopReason::kNone) return ErrorOf(t);
   Response response;
@@ -374,21 +456,16 @@ TransportResult<Response> HttpClient::Send(const Request& request, const CancelF
   return response;
 }
 
-void HttpClient::WaitFinished(Transfer* t, const CancelFlag* cancel) {
-  std::unique_lock<std::mutex> lock(t->mu);
-  while (!t->finished) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      t->stop.store(static_cast<int>(StopReason::kCancelled));
-      Wake();
-      t->cv.wait(lock, [t] { return t->finished; });
-      return;
-    }
-    if (cancel != nullptr) {
-      t->cv.wait_for(lock, std::chrono::milliseconds(kCancelPollMs));
-    } else {
-      t->cv.wait(lock);
-    }
-  }
+void HttpClient::StopForCancel(Transfer* t) {
+  int none = static_cast<int>(StopReason::kNone);
+  if (t->stop.compare_exchange_strong(none, static_cast<int>(StopReason::kCancelled))) Wake();
+}
+
+TransportError HttpClient::Cancelled(Transfer& t) const {
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.finished = true;
+  t.stopped_by = StopReason::kCancelled;
+  return ErrorOf(t);
 }
 
 TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
@@ -401,6 +478,9 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
   Transfer& t = *transfer;
   t.pauses = &counters_.stream_pauses;
   t.last_activity_ms.store(NowMs());
+  if (cancel != nullptr && cancel->is_set()) return Cancelled(t);
+  // Lives until the call returns, after `lock` below is released (see cancel_flag.h).
+  CancelFlag::Watch watch(cancel, [this, &t] { StopForCancel(&t); });
   if (!Submit(transfer)) return ErrorOf(t);
 
   StreamSummary summary;
@@ -477,16 +557,23 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
       continue;
     }
     if (t.finished) break;
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      stop(lock, StopReason::kCancelled);
-      continue;  // it may have completed just before: then the rest is still handed out
+    // A cancel needs no look here: the watch has the I/O thread drop the transfer, which
+    // finishes it and wakes this wait. If it completed just before, the rest is still
+    // handed out.
+    if (request.idle_timeout_ms == 0) {
+      t.cv.wait(lock);
+      continue;
     }
-    if (request.idle_timeout_ms > 0 &&
-        NowMs() - t.last_activity_ms.load(std::memory_order_relaxed) > request.idle_timeout_ms) {
+    const int64_t idle_until =
+        t.last_activity_ms.load(std::memory_order_relaxed) + request.idle_timeout_ms;
+    const int64_t now_ms = NowMs();
+    if (now_ms > idle_until) {
       stop(lock, StopReason::kIdleTimeout);
       continue;
     }
-    t.cv.wait_for(lock, std::chrono::milliseconds(kCancelPollMs));
+    // Activity does not wake this wait (only data, the head and the end do), so it
+    // wakes when the limit would be due and looks again.
+    t.cv.wait_for(lock, std::chrono::milliseconds(idle_until - now_ms + 1));
   }
   if (t.result != CURLE_OK || t.stopped_by != StopReason::kNone) return ErrorOf(t);
   return summary;
@@ -710,6 +797,28 @@ void HttpClient::Run() {
     counters_.transfers_active.fetch_add(1, std::memory_order_relaxed);
   };
 
+  // Finishes the transfers curl reports done.
+  auto collect_done = [&] {
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(curl.multi, &left)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      auto found = curl.active.find(message->easy_handle);
+      if (found == curl.active.end()) continue;
+      std::shared_ptr<Transfer> t = found->second;
+      if (t->stop.load() == static_cast<int>(StopReason::kDrain)) {
+        (message->data.result == CURLE_OK ? counters_.drains_completed
+                                          : counters_.drains_abandoned)
+            .fetch_add(1, std::memory_order_relaxed);
+      }
+      finish(t, message->data.result, StopReason::kNone, "");
+    }
+  };
+
+  std::array<epoll_event, 64> events;
+  // Callers' requests (stop, drain, unpause) are looked at when Wake() was called, and
+  // when a drain's bound is due; socket events alone never walk the transfers.
+  bool look_at_transfers = true;
+  int64_t next_drain_due_ms = -1;
   for (;;) {
     bool stopping;
     {
@@ -724,53 +833,75 @@ void HttpClient::Run() {
       for (auto& t : remaining) finish(t, CURLE_OK, StopReason::kShutdown, "");
       return;
     }
-    for (auto& t : incoming) add(t);
+    for (auto& t : incoming) add(t);  // each sets curl's timer to "now"
     incoming.clear();
 
-    // What callers asked for since the last round: drop transfers, drain or resume
+    // What callers asked for since the last look: drop transfers, drain or resume
     // paused ones. A drain that outlasts its bound is dropped like a stop.
-    const int64_t now_ms = NowMs();
-    long poll_ms = kPollMs;
-    for (auto& [easy, t] : curl.active) {
-      const int stop = t->stop.load();
-      if (stop == static_cast<int>(StopReason::kDrain)) {
-        if (t->drain_until_ms == 0) {
-          t->drain_until_ms = now_ms + t->request.drain_ms;
-          // Bytes held back for a slow consumer are dropped now (OnStreamBody).
+    int64_t now_ms = NowMs();
+    if (next_drain_due_ms >= 0 && now_ms >= next_drain_due_ms) look_at_transfers = true;
+    if (look_at_transfers) {
+      look_at_transfers = false;
+      next_drain_due_ms = -1;
+      for (auto& [easy, t] : curl.active) {
+        const int stop = t->stop.load();
+        if (stop == static_cast<int>(StopReason::kDrain)) {
+          if (t->drain_until_ms == 0) {
+            t->drain_until_ms = now_ms + t->request.drain_ms;
+            // Bytes held back for a slow consumer are dropped now (OnStreamBody).
+            curl_easy_pause(easy, CURLPAUSE_CONT);
+          }
+          if (now_ms >= t->drain_until_ms) {
+            counters_.drains_abandoned.fetch_add(1, std::memory_order_relaxed);
+            to_stop.push_back(t);
+          } else if (next_drain_due_ms < 0 || t->drain_until_ms < next_drain_due_ms) {
+            next_drain_due_ms = t->drain_until_ms;
+          }
+        } else if (stop != static_cast<int>(StopReason::kNone)) {
+          to_stop.push_back(t);
+        } else if (t->unpause.exchange(false)) {
+          // May call OnStreamBody at once with the bytes curl held back; curl then asks
+          // for its timer to run now, which the next step does.
           curl_easy_pause(easy, CURLPAUSE_CONT);
         }
-        if (now_ms >= t->drain_until_ms) {
-          counters_.drains_abandoned.fetch_add(1, std::memory_order_relaxed);
-          to_stop.push_back(t);
-        } else {
-          poll_ms = std::min<long>(poll_ms, static_cast<long>(t->drain_until_ms - now_ms));
-        }
-      } else if (stop != static_cast<int>(StopReason::kNone)) {
-        to_stop.push_back(t);
-      } else if (t->unpause.exchange(false)) {
-        // May call OnStreamBody at once with the bytes curl held back.
-        curl_easy_pause(easy, CURLPAUSE_CONT);
       }
+      for (auto& t : to_stop) finish(t, CURLE_OK, static_cast<StopReason>(t->stop.load()), "");
+      to_stop.clear();
     }
-    for (auto& t : to_stop) finish(t, CURLE_OK, static_cast<StopReason>(t->stop.load()), "");
-    to_stop.clear();
 
-    int running = 0;
-    curl_multi_perform(curl.multi, &running);
-    int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(curl.multi, &left)) {
-      if (message->msg != CURLMSG_DONE) continue;
-      auto found = curl.active.find(message->easy_handle);
-      if (found == curl.active.end()) continue;
-      std::shared_ptr<Transfer> t = found->second;
-      if (t->stop.load() == static_cast<int>(StopReason::kDrain)) {
-        (message->data.result == CURLE_OK ? counters_.drains_completed
-                                          : counters_.drains_abandoned)
-            .fetch_add(1, std::memory_order_relaxed);
-      }
-      finish(t, message->data.result, StopReason::kNone, "");
+    curl.RunTimerIfDue(now_ms);
+    collect_done();
+
+    int64_t wait_ms = kPollMs;
+    now_ms = NowMs();
+    if (curl.timer_due_ms >= 0) {
+      wait_ms = std::min(wait_ms, std::max<int64_t>(0, curl.timer_due_ms - now_ms));
     }
-    curl_multi_poll(curl.multi, nullptr, 0, static_cast<int>(poll_ms), nullptr);
+    if (next_drain_due_ms >= 0) {
+      wait_ms = std::min(wait_ms, std::max<int64_t>(0, next_drain_due_ms - now_ms));
+    }
+    const int ready =
+        epoll_wait(curl.epoll_fd, events.data(), static_cast<int>(events.size()),
+                   static_cast<int>(wait_ms));
+    for (int i = 0; i < ready; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == curl.wake_fd) {
+        uint64_t count = 0;
+        ssize_t got = read(curl.wake_fd, &count, sizeof count);
+        (void)got;
+        look_at_transfers = true;
+        continue;
+      }
+      const uint32_t what = events[i].events;
+      int action = 0;
+      if ((what & EPOLLIN) != 0) action |= CURL_CSELECT_IN;
+      if ((what & EPOLLOUT) != 0) action |= CURL_CSELECT_OUT;
+      if ((what & (EPOLLERR | EPOLLHUP)) != 0) action |= CURL_CSELECT_ERR;
+      int running = 0;
+      curl_multi_socket_action(curl.multi, fd, action, &running);
+    }
+    curl.RunTimerIfDue(NowMs());
+    collect_done();
   }
 }
 

@@ -18,9 +18,11 @@
 // queue fills and the transfer is paused (CURL_WRITEFUNC_PAUSE) until it drains, so memory
 // stays bounded and the server is slowed by TCP flow control.
 //
-// Cancellation: the calling thread checks its CancelFlag at least every kCancelPollMs while
-// it waits, then has the I/O thread drop the transfer at once (curl_multi_remove_handle),
-// so the abort latency is about that interval whatever the transfer is doing.
+// Cancellation: while a call runs, a watch on its CancelFlag (cancel_flag.h) marks the
+// transfer stopped and wakes the I/O thread, which drops it at once
+// (curl_multi_remove_handle) and wakes the caller. Nothing polls: the abort latency is one
+// turn of the I/O thread's loop, whatever the transfer is doing, and a waiting caller
+// sleeps until something happens to its transfer (or its stream's idle limit is due).
 //
 // Secrets: request headers are never logged or copied into an error; error messages name
 // the method and the URL without its query or user info.
@@ -36,14 +38,11 @@
 #include <thread>
 #include <vector>
 
+#include "bridge/upstream/cancel_flag.h"
 #include "bridge/upstream/header_map.h"
 #include "bridge/upstream/transport_error.h"
 
 namespace abx::upstream {
-
-// Set to true from any thread to abort the transfers that watch it. core::CancelToken's
-// flag() is one.
-using CancelFlag = std::atomic<bool>;
 
 struct Request {
   std::string method = "GET";  // sent as given: GET, POST, PUT, PATCH, DELETE, HEAD, ...
@@ -105,9 +104,6 @@ struct HttpClientOptions {
 
 class HttpClient {
  public:
-  // Every wait of a caller checks its CancelFlag at least this often.
-  static constexpr int kCancelPollMs = 20;
-
   // Starts the I/O thread. Nullptr with `error` set if curl cannot be set up.
   static std::unique_ptr<HttpClient> Create(const HttpClientOptions& options,
                                             std::string* error);
@@ -156,9 +152,12 @@ class HttpClient {
   bool Submit(const std::shared_ptr<Transfer>& transfer);
   // Asks the I/O thread to look at its transfers again (stop requests, unpausing).
   void Wake();
-  // Blocks until `transfer` is finished, dropping it when `cancel` is set.
-  void WaitFinished(Transfer* transfer, const CancelFlag* cancel);
+  // A CancelFlag's wake-up: marks `transfer` cancelled unless it was stopped already, and
+  // wakes the I/O thread, which drops it and wakes its caller. Takes no lock of ours.
+  void StopForCancel(Transfer* transfer);
   TransportError ErrorOf(const Transfer& transfer) const;
+  // Finishes a transfer that was never submitted, its flag being set already.
+  TransportError Cancelled(Transfer& transfer) const;
   void Run();  // the I/O thread
 
   const HttpClientOptions options_;

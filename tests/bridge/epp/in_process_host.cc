@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include "bridge/epp/request_pool.h"
 #include "tests/e2e/json_util.h"
 
 namespace abx::epp::testing {
@@ -183,11 +184,22 @@ ExecTrace TraceExec(const RecordingSink& sink, const std::string& exec_id,
   return trace;
 }
 
+namespace {
+
+// One request pool for every in-process session, as the bridge has one for all of its
+// sessions (bridge/daemon_state.h); never destroyed, like the fixture's core.
+RequestPool* SharedRequestPool() {
+  static RequestPool* const pool = new RequestPool();
+  return pool;
+}
+
+}  // namespace
+
 InProcessHost::InProcessHost(core::BridgeCore* core, std::map<std::string, std::string> config) {
   SessionOrigin origin;
   origin.config = std::move(config);
   origin.shim_version = "in-process";
-  session_ = std::make_unique<Session>(core, std::move(origin), &sink_);
+  session_ = std::make_unique<Session>(core, SharedRequestPool(), std::move(origin), &sink_);
 }
 
 InProcessHost::~InProcessHost() { DestroySession(); }

@@ -134,14 +134,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench: logs kept in %s\n", ctx.work_dir.c_str());
     return 1;
   }
-  const long long idle_start = IdleBridgeRss(ctx);
+  const IdleRss idle_start = IdleBridgeRss(ctx);
   if (wanted("cold")) Progress("cold start", run), RunColdStart(ctx);
   if (wanted("warm")) Progress("warm exec", run), RunWarmExec(ctx);
   if (wanted("cli")) Progress("one CLI command (shim and JS SDK alternating)", run), RunCliCommands(ctx);
   // Before the big transfers: what they leave in the bridge's heap would otherwise be
   // counted in the concurrency run's peak.
   if (wanted("concurrency")) Progress("concurrency", run), RunConcurrency(ctx);
-  const long long idle_middle = IdleBridgeRss(ctx);
+  const IdleRss idle_middle = IdleBridgeRss(ctx);
   if (wanted("stream")) Progress("stream", run), RunStream(ctx);
   if (wanted("files")) Progress("files", run), RunFiles(ctx);
   Progress("idle memory", run);

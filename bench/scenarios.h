@@ -25,9 +25,16 @@ void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs d
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
-long long IdleBridgeRss(BenchContext& ctx);
+// The bridge's VmRSS with no session open: half a second after the last one closed, and
+// once it has been idle long enough to give its mapped file pages back (bridge/
+// memory_trimmer.h: after 5 s without a session, looked at every second).
+struct IdleRss {
+  long long soon = -1;
+  long long settled = -1;
+};
+IdleRss IdleBridgeRss(BenchContext& ctx);
 // Adds the idle-memory rows: bridge idle RSS (the worst of `bridge_idle`, readings taken
 // at the points named), shim idle RSS.
-void RunIdleMemory(BenchContext& ctx, const std::vector<std::pair<std::string, long long>>& bridge_idle);
+void RunIdleMemory(BenchContext& ctx, const std::vector<std::pair<std::string, IdleRss>>& bridge_idle);
 
 }  // namespace abx::bench

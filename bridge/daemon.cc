@@ -154,7 +154,9 @@ int Serve(const ServeOptions& options) {
                                    {"build_id", kBuildId},
                                    {"idle_timeout_s", std::to_string(options.idle_timeout.count())}});
 
-  const MemoryTrimmer trimmer(std::chrono::seconds(5));
+  MemoryTrimmer::Options trim;
+  trim.state = &state;
+  const MemoryTrimmer trimmer(trim);
   const bool idle = state.WaitForExit(options.idle_timeout);
   core::log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
   state.StartDraining();

@@ -2,10 +2,23 @@
 
 #include <malloc.h>
 
-namespace abx::bridge {
+#include <algorithm>
+#include <string>
 
-MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds period)
-    : period_(period), thread_([this] { Loop(); }) {}
+#include "bridge/core/log.h"
+#include "bridge/daemon_state.h"
+#include "common/file_pages.h"
+
+namespace abx::bridge {
+namespace {
+
+// Idleness is looked at this often (trimming the heap has its own, longer period).
+constexpr std::chrono::milliseconds kIdleCheckPeriod(1000);
+
+}  // namespace
+
+MemoryTrimmer::MemoryTrimmer(Options options)
+    : options_(options), thread_([this] { Loop(); }) {}
 
 MemoryTrimmer::~MemoryTrimmer() {
   {
@@ -16,13 +29,51 @@ MemoryTrimmer::~MemoryTrimmer() {
   thread_.join();
 }
 
+int64_t MemoryTrimmer::idle_releases() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return idle_releases_;
+}
+
 void MemoryTrimmer::Loop() {
+  using Clock = std::chrono::steady_clock;
+  const auto step = options_.state != nullptr
+                        ? std::min(options_.trim_period, kIdleCheckPeriod)
+                        : options_.trim_period;
+  auto next_trim = Clock::now() + options_.trim_period;
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, period_, [this] { return stop_; })) {
+  while (!cv_.wait_for(lock, step, [this] { return stop_; })) {
     lock.unlock();
-    malloc_trim(0);
+    const auto now = Clock::now();
+    if (now >= next_trim) {
+      malloc_trim(0);
+      next_trim = now + options_.trim_period;
+    }
+    if (options_.state != nullptr) CheckIdle(now);
     lock.lock();
   }
+}
+
+void MemoryTrimmer::CheckIdle(std::chrono::steady_clock::time_point now) {
+  // A session that began (and maybe ended) since the last look counts as activity.
+  const int64_t total = options_.state->sessions_total();
+  if (options_.state->sessions_active() > 0 || total != seen_sessions_total_) {
+    seen_sessions_total_ = total;
+    idle_since_ = now;
+    return;
+  }
+  if (released_at_sessions_total_ == total || now - idle_since_ < options_.idle_release_after) {
+    return;
+  }
+  released_at_sessions_total_ = total;
+  malloc_trim(0);
+  const ReleasedFilePages released = ReleaseCleanFilePages();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++idle_releases_;
+  }
+  core::log::Info("bridge.idle_release",
+                  {{"mappings", std::to_string(released.mappings)},
+                   {"file_pages_kib", std::to_string(released.resident_bytes / 1024)}});
 }
 
 }  // namespace abx::bridge

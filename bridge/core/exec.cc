@@ -147,7 +147,10 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   const int64_t start_ms = NowMillis();
 
   auto flush = [&] {
-    for (OutputChunk& chunk : assembler.Take()) sink->OnOutput(std::move(chunk));
+    for (OutputChunk& chunk : assembler.Take()) {
+      sink->OnOutput(chunk);
+      assembler.Recycle(std::move(chunk.data));
+    }
   };
   Status st = execd->RunCommand(
       body, &watch->abort, kStreamIdleTimeoutMs,
@@ -204,6 +207,8 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
       flush);
   watch->done = true;
   flush();
+  // An attached command is over: process.list has nothing left to name by it.
+  if (started && !spec.detached) upstream_->ForgetExec(spec.sandbox_id, tag);
 
   if (!started) {
     if (!stdin_path.empty()) execd->RemoveFile(stdin_path, nullptr);

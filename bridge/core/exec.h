@@ -45,7 +45,9 @@ class ExecSink {
  public:
   virtual ~ExecSink() = default;
   virtual void OnStarted(const std::string& exec_id) = 0;
-  virtual void OnOutput(OutputChunk chunk) = 0;
+  // The sink may take chunk.data (std::move) or only read it; a buffer it leaves is
+  // used again for later output (OutputAssembler::Recycle).
+  virtual void OnOutput(OutputChunk& chunk) = 0;
   virtual void OnExit(const ExecExit& exit) = 0;
 };
 

@@ -33,11 +33,20 @@ class OutputAssembler {
   // The chunks gathered since the last call, in order.
   std::vector<OutputChunk> Take();
   bool empty() const { return chunks_.empty(); }
+  // A chunk's buffer, once its bytes have gone out: the next chunks are gathered in it
+  // instead of in a fresh allocation, which would also grow step by step (a stream makes
+  // thousands of chunks).
+  void Recycle(std::string buffer);
 
  private:
   void Append(OutputStream stream, std::string_view bytes);
+  // A buffer for a new chunk: a recycled one when there is one.
+  std::string NewChunkBuffer();
+
   const size_t max_chunk_;
   std::vector<OutputChunk> chunks_;
+  std::vector<std::string> spare_;  // at most kSpareBuffers, empty, with their capacity
+  static constexpr size_t kSpareBuffers = 2;
 };
 
 // Largest n ≤ limit such that cutting `text` after n bytes splits no UTF-8 sequence.

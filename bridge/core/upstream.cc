@@ -71,7 +71,7 @@ void ErasePrefix(Map* map, const std::string& prefix) {
 void Upstream::Forget(const std::string& sandbox_id) {
   std::lock_guard<std::mutex> lock(mu_);
   ErasePrefix(&endpoints_, sandbox_id + "|");
-  ErasePrefix(&exec_tags_, sandbox_id + "|");
+  ErasePrefix(&exec_tags_, sandbox_id + "|");  // their order entries go at the next rebuild
   execd_versions_.erase(sandbox_id);
 }
 
@@ -99,7 +99,27 @@ std::vector<Upstream::CachedEndpoint> Upstream::CachedEndpoints() const {
 void Upstream::RememberExec(const std::string& sandbox_id, const std::string& tag,
                             const std::string& exec_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  exec_tags_[sandbox_id + "|" + tag] = exec_id;
+  std::string key = sandbox_id + "|" + tag;
+  exec_tags_[key] = exec_id;
+  exec_tag_order_.push_back(std::move(key));
+  // The oldest go past the cap. The order also holds keys ForgetExec removed (tags are
+  // unique): once it runs well ahead of the map it is rebuilt from the keys still there.
+  while (exec_tags_.size() > kMaxRememberedExecs) {
+    exec_tags_.erase(exec_tag_order_.front());
+    exec_tag_order_.pop_front();
+  }
+  if (exec_tag_order_.size() > 2 * exec_tags_.size() + 64) {
+    std::deque<std::string> live;
+    for (std::string& k : exec_tag_order_) {
+      if (exec_tags_.count(k) != 0) live.push_back(std::move(k));
+    }
+    exec_tag_order_.swap(live);
+  }
+}
+
+void Upstream::ForgetExec(const std::string& sandbox_id, const std::string& tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exec_tags_.erase(sandbox_id + "|" + tag);
 }
 
 std::string Upstream::ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const {

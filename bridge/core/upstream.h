@@ -4,6 +4,7 @@
 // another key gets another, so a cached endpoint is never served across credentials.
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,9 +33,14 @@ class Upstream {
   void Forget(const std::string& sandbox_id);
   size_t cached_sandboxes() const;
 
-  // exec_id of the command started with ABX_EXEC_TAG=`tag` (see processes.h).
+  // exec_id of the command started with ABX_EXEC_TAG=`tag` (see processes.h). An
+  // attached command is forgotten when its stream ends (Exec::Run); detached ones are
+  // remembered while their sandbox is cached, the newest kMaxRememberedExecs of them,
+  // so a long-lived bridge does not grow with every command it ever started.
+  static constexpr size_t kMaxRememberedExecs = 4096;
   void RememberExec(const std::string& sandbox_id, const std::string& tag,
                     const std::string& exec_id);
+  void ForgetExec(const std::string& sandbox_id, const std::string& tag);
   std::string ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const;
 
   // What a probe learned of a sandbox's execd (provider.doctor), kept until Forget.
@@ -67,6 +73,7 @@ class Upstream {
   std::map<std::string, CacheEntry> endpoints_;   // by sandbox id + access mode + token
   std::map<std::string, std::string> execd_versions_;  // by sandbox id
   std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
+  std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
 };
 
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.

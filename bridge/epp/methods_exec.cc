@@ -96,11 +96,10 @@ class NotifyingSink final : public core::ExecSink {
     exec_id_ = exec_id;
     req_->Respond("{\"exec_id\":" + Quote(exec_id) + "}");
   }
-  void OnOutput(core::OutputChunk chunk) override {
+  void OnOutput(core::OutputChunk& chunk) override {
     // Built in one buffer: a stream moves its bytes through here, and every extra copy
     // or reallocation of a chunk shows in its throughput.
-    // Room for an escape every 16 bytes (a "\n" per line is typical): a buffer that has to
-    // grow doubles past glibc's mmap threshold (see OutputAssembler).
+    // Room for an escape every 16 bytes (a "\n" per line is typical).
     std::string line = NotificationStart(
         "exec.output", chunk.data.size() + chunk.data.size() / 16 + exec_id_.size() + 64);
     line.append("{\"exec_id\":");
@@ -124,7 +123,7 @@ class NotifyingSink final : public core::ExecSink {
 class CollectingSink final : public core::ExecSink {
  public:
   void OnStarted(const std::string&) override {}
-  void OnOutput(core::OutputChunk chunk) override {
+  void OnOutput(core::OutputChunk& chunk) override {
     (chunk.stream == core::OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
   }
   void OnExit(const core::ExecExit& exit) override { exit_ = exit; }

@@ -81,7 +81,7 @@ class StreamingSink final : public core::ExecSink {
     event.mutable_started()->set_exec_id(exec_id);
     Send(event);
   }
-  void OnOutput(core::OutputChunk chunk) override {
+  void OnOutput(core::OutputChunk& chunk) override {
     pb::ExecEvent event;
     pb::ExecOutput* output = event.mutable_output();
     output->set_stream(ToProto(chunk.stream));
@@ -120,7 +120,7 @@ class StreamingSink final : public core::ExecSink {
 class CollectingSink final : public core::ExecSink {
  public:
   void OnStarted(const std::string&) override {}
-  void OnOutput(core::OutputChunk chunk) override {
+  void OnOutput(core::OutputChunk& chunk) override {
     (chunk.stream == core::OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
   }
   void OnExit(const core::ExecExit& exit) override { exit_ = exit; }

@@ -171,7 +171,9 @@ TEST(DaemonStateTest, IdleExitCountsFromTheLastSessionsEnd) {
 // arenas, and its destructor stops it at once, whatever its period.
 TEST(MemoryTrimmerTest, TrimsBesideAllocatingThreadsAndStopsAtOnce) {
   {
-    const MemoryTrimmer trimmer(milliseconds(1));
+    MemoryTrimmer::Options trim;
+    trim.trim_period = milliseconds(1);
+    const MemoryTrimmer trimmer(trim);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([t] {
@@ -188,8 +190,39 @@ TEST(MemoryTrimmerTest, TrimsBesideAllocatingThreadsAndStopsAtOnce) {
     for (std::thread& t : threads) t.join();
   }
   const auto started = Clock::now();
-  { const MemoryTrimmer idle_for_an_hour(std::chrono::hours(1)); }
+  {
+    MemoryTrimmer::Options trim;
+    trim.trim_period = std::chrono::hours(1);
+    const MemoryTrimmer idle_for_an_hour(trim);
+  }
   EXPECT_LT(Clock::now() - started, std::chrono::seconds(5));
+}
+
+// Idle spells: once no session has been open for idle_release_after, the trimmer gives
+// the mapped file pages back, once per spell; never while a session is open.
+TEST(MemoryTrimmerTest, GivesFilePagesBackOncePerIdleSpell) {
+  DaemonState state(NewCore());
+  MemoryTrimmer::Options trim;
+  trim.trim_period = milliseconds(50);
+  trim.idle_release_after = milliseconds(200);
+  trim.state = &state;
+  const MemoryTrimmer trimmer(trim);
+  auto wait_for_releases = [&](int64_t n) {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (trimmer.idle_releases() < n && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return trimmer.idle_releases();
+  };
+  EXPECT_EQ(wait_for_releases(1), 1);  // idle from the start
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_EQ(trimmer.idle_releases(), 1);  // once per spell
+  {
+    auto lease = state.BeginSession();
+    std::this_thread::sleep_for(milliseconds(1500));
+    EXPECT_EQ(trimmer.idle_releases(), 1);  // a session is open
+  }
+  EXPECT_EQ(wait_for_releases(2), 2);  // the next spell
 }
 
 }  // namespace

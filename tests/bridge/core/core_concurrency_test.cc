@@ -49,7 +49,7 @@ class RecordingExecSink final : public ExecSink {
     exec_id_ = exec_id;
     ++started_;
   }
-  void OnOutput(OutputChunk chunk) override {
+  void OnOutput(OutputChunk& chunk) override {
     std::lock_guard<std::mutex> lock(mu_);
     (chunk.stream == OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
     ++chunks_;

@@ -56,5 +56,28 @@ TEST(OutputAssemblerTest, CutPoint) {
   EXPECT_EQ(Utf8CutPoint(s, 10), 4u);
 }
 
+// A stream makes thousands of chunks: a chunk's buffer, handed back once its bytes are
+// out, holds the next chunk's bytes instead of a fresh allocation.
+TEST(OutputAssemblerTest, RecycledBuffersHoldTheNextChunks) {
+  OutputAssembler assembler(1024);
+  const std::string line(700, 'x');
+  assembler.AddLine(OutputStream::kStdout, line);
+  std::vector<OutputChunk> first = assembler.Take();
+  ASSERT_EQ(first.size(), 1u);
+  const char* buffer = first[0].data.data();
+  assembler.Recycle(std::move(first[0].data));
+  assembler.AddLine(OutputStream::kStderr, "second");
+  std::vector<OutputChunk> second = assembler.Take();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].stream, OutputStream::kStderr);
+  EXPECT_EQ(second[0].data, "second\n");
+  EXPECT_EQ(second[0].data.data(), buffer);
+  // What a sink took leaves nothing to keep; a huge buffer is not kept either.
+  assembler.Recycle(std::string());
+  assembler.Recycle(std::string(1 << 20, 'h'));
+  assembler.AddLine(OutputStream::kStdout, "third");
+  EXPECT_EQ(assembler.Take()[0].data, "third\n");
+}
+
 }  // namespace
 }  // namespace abx::core

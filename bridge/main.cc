@@ -98,12 +98,17 @@ int Stop(const std::string& socket) {
 // per-thread arenas, which this many-threaded daemon then fragments: under 64 busy
 // sessions the RSS crept from ~40 to ~95 MiB while the live heap stayed near 32 MiB
 // (tests/soak). Setting the threshold explicitly also turns that adjustment off.
-// It also leaves the trim threshold at 128 KiB, so freeing a stream's 64 KiB chunk
-// buffers returned the top of the heap to the kernel (madvise) nearly every time and the
-// next chunk faulted its pages in again: 3-4x the bridge's CPU per streamed byte. Up to
-// 1 MiB of free top per arena is kept for reuse instead.
+// 64 KiB rather than glibc's 128: transient blocks of 64-128 KiB still crept the soak's
+// RSS up (first third -> last: 42.0 -> 46.6 MiB at 128 KiB, 35.3 -> 37.5 at 64 KiB, with
+// the total allocated flat), while everything a stream makes for each chunk of output
+// (the chunk, its exec.output line, gRPC's copy) stays below it (48 KiB chunks,
+// core/output_assembler.h) and is reused from the heap: mapping and faulting those in
+// afresh for every chunk cost 1.5-2x the bridge's CPU per streamed byte.
+// The trim threshold stays at 1 MiB (setting one leaves it at 128 KiB): freeing a chunk
+// then returned the top of the heap to the kernel nearly every time and the next chunk
+// faulted it in again, 3-4x the bridge's CPU per streamed byte.
 void KeepLargeBuffersOutOfTheHeap() {
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 }
 

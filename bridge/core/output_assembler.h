@@ -20,11 +20,12 @@ struct OutputChunk {
 
 class OutputAssembler {
  public:
-  // 64 KiB: each chunk becomes one exec.output line and passes through several buffers
-  // (the chunk, the JSON line, the gRPC message) on its way out; below glibc's mmap
-  // threshold those are reused from the heap, while larger ones are mapped, faulted in
-  // and unmapped again for every chunk, which cost a stream most of its throughput.
-  explicit OutputAssembler(size_t max_chunk_bytes = 64 << 10) : max_chunk_(max_chunk_bytes) {}
+  // 48 KiB: each chunk becomes one exec.output line and passes through several buffers
+  // (the chunk, the JSON line with its escapes, gRPC's copy of the message) on its way
+  // out; all of them stay below the bridge's 64 KiB mmap threshold (bridge/main.cc) and
+  // are reused from the heap, while larger ones are mapped, faulted in and unmapped again
+  // for every chunk, which cost a stream most of its throughput.
+  explicit OutputAssembler(size_t max_chunk_bytes = 48 << 10) : max_chunk_(max_chunk_bytes) {}
 
   // One stdout/stderr event's `text`.
   void AddLine(OutputStream stream, std::string_view text);

@@ -1,6 +1,7 @@
 #include "bridge/core/bridge_core.h"
 
 #include <algorithm>
+#include <thread>
 #include <tuple>
 
 #include "bridge/upstream/http_client.h"
@@ -30,7 +31,25 @@ Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
 BridgeCore::BridgeCore(std::unique_ptr<upstream::HttpClient> client)
     : client_(std::move(client)), http_(std::make_unique<Http>(client_.get())) {}
 
-BridgeCore::~BridgeCore() = default;
+BridgeCore::~BridgeCore() {
+  std::unique_lock<std::mutex> lock(background_mu_);
+  background_cv_.wait(lock, [this] { return background_tasks_ == 0; });
+}
+
+void BridgeCore::RunInBackground(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(background_mu_);
+    ++background_tasks_;
+  }
+  std::thread([this, task = std::move(task)]() mutable {
+    task();
+    task = nullptr;  // what it holds goes before the core may
+    // Notified under the lock: the destructor may run as soon as the count is zero.
+    std::lock_guard<std::mutex> lock(background_mu_);
+    --background_tasks_;
+    background_cv_.notify_all();
+  }).detach();
+}
 
 std::shared_ptr<Upstream> BridgeCore::UpstreamFor(const ProviderConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);

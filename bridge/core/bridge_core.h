@@ -4,6 +4,8 @@
 // the counters.
 
 #include <atomic>
+#include <functional>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +52,11 @@ class BridgeCore {
   };
   std::vector<CachedSandbox> CachedSandboxes() const;
 
+  // Runs `task` on a thread of its own, for work that may outlive the request that
+  // started it (a cancel's interrupt of a command at execd). The core waits for every
+  // such task when it is destroyed, so none uses the HTTP client after it is gone.
+  void RunInBackground(std::function<void()> task);
+
   // Held by a running exec stream, for the stats.
   class StreamLease {
    public:
@@ -72,6 +79,9 @@ class BridgeCore {
   std::map<std::string, std::string> scope_labels_;       // by CredentialScope()
   std::atomic<int64_t> requests_total_{0};
   std::atomic<int64_t> streams_active_{0};
+  std::mutex background_mu_;
+  std::condition_variable background_cv_;
+  int background_tasks_ = 0;  // guarded by background_mu_
 };
 
 }  // namespace abx::core

@@ -1,6 +1,8 @@
 #include "bridge/core/exec.h"
 
 #include <chrono>
+#include <mutex>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -54,9 +56,29 @@ std::string SignalFromTraceback(const std::vector<std::string>& traceback) {
 
 // Ends a stream that a cancel could not end by itself (execd unreachable), so a cancel
 // never hangs. Shared so the helper thread may outlive the Run call safely.
+// Between a command's stream and the thread that interrupts it on cancel.
 struct CancelWatch {
   CancelToken abort;
-  std::atomic<bool> done{false};
+  std::mutex mu;
+  std::condition_variable ended_cv;
+  bool done = false;  // guarded by mu
+
+  void MarkDone() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    ended_cv.notify_all();
+  }
+  bool Done() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done;
+  }
+  // True once the stream ended, false when `until` came first.
+  bool WaitDoneUntil(std::chrono::steady_clock::time_point until) {
+    std::unique_lock<std::mutex> lock(mu);
+    return ended_cv.wait_until(lock, until, [this] { return done; });
+  }
 };
 
 }  // namespace
@@ -165,17 +187,18 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
             // Cancelling interrupts the command at execd; its stream then ends by
             // itself with the signal's error event. If execd cannot be reached, the
             // stream is abandoned after a grace period instead of hanging.
+            // The interrupt may outlive this request (a cancel as the session ends):
+            // it runs as the core's own background work, which the core waits for.
             ExecdClient interrupter = *execd;
-            cancel->OnCancel([watch, interrupter, exec_id]() mutable {
-              if (watch->done) return;  // the command already ended
-              std::thread([watch, interrupter, exec_id]() mutable {
+            BridgeCore* core = core_;
+            cancel->OnCancel([watch, interrupter, exec_id, core]() mutable {
+              if (watch->Done()) return;  // the command already ended
+              core->RunInBackground([watch, interrupter, exec_id]() mutable {
                 interrupter.Interrupt(exec_id, nullptr);
-                const auto until = std::chrono::steady_clock::now() + kCancelGrace;
-                while (!watch->done && std::chrono::steady_clock::now() < until) {
-                  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                if (!watch->WaitDoneUntil(std::chrono::steady_clock::now() + kCancelGrace)) {
+                  watch->abort.Cancel();
                 }
-                if (!watch->done) watch->abort.Cancel();
-              }).detach();
+              });
             });
           }
         } else if (e.type == "stdout" || e.type == "stderr") {
@@ -205,7 +228,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
         return true;
       },
       flush);
-  watch->done = true;
+  watch->MarkDone();
   flush();
   // An attached command is over: process.list has nothing left to name by it.
   if (started && !spec.detached) upstream_->ForgetExec(spec.sandbox_id, tag);

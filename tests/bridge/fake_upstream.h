@@ -48,8 +48,8 @@ class FakeUpstreamTest : public ::testing::Test {
   void TearDown() override;
 
   // The core, created once and never destroyed, as the bridge keeps its core for its
-  // whole life: a cancelled command's interrupt thread may outlive its request by the
-  // cancel grace (bridge/core/exec.cc) and still use the core's HTTP client.
+  // whole life (destroying it would wait for the interrupts of cancelled commands still
+  // running: BridgeCore::RunInBackground).
   static core::BridgeCore* core();
 
   // A caller's configuration (field → raw text, as a shim resolves it) for the fake.

@@ -1,10 +1,10 @@
 // Files: 64 MiB in 4 MiB chunks, base64, through the shim; against the same bytes moved
 // by direct libcurl uploads and Range downloads on one kept-alive connection.
 //
-// files.write with `append` makes the provider read and rewrite the whole file (execd
-// cannot append), so writing one 64 MiB file in 16 appends moves 1 + 2 + … + 16 chunks up
-// and 0 + 1 + … + 15 down: quadratic. It is measured as it is, and so is the
-// alternative a host may use instead: 16 separate 4 MiB files. The base64 text and the
+// execd cannot append, so files.write with `append` uploads each chunk to a part file
+// and runs one command to add it to the file (docs/mapping.md): one more round trip per
+// chunk. It is measured as it is, and so is the alternative a host may use instead: 16
+// separate 4 MiB files. The base64 text and the
 // request lines are made before the clock starts, and the answers decoded and checked
 // after it stops: the figures are the provider's, not this host's encoder's.
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The load soak: 64 shim sessions at once against one bridge and the fake server, for
-// ABX_SOAK_SECONDS (default 60, at most 120; loopback only), each looping over a mix of
-// streamed and collected commands with known output, file round trips and lifecycle
-// calls (see workload.h). It then holds the provider to exact accounting:
+// ABX_SOAK_SECONDS (default 60; at most 600, inside a large test's 900 s; loopback only),
+// each looping over a mix of streamed and collected commands with known output, file
+// round trips and lifecycle calls (see workload.h). It then holds the provider to exact
+// accounting:
 //   - every byte each command wrote arrived once and in order, every file came back
 //     byte for byte (each compared with what it must be);
 //   - every request got exactly one response, and every stdout line was JSON-RPC;
@@ -95,7 +96,7 @@ class StartLine {
 class SoakTest : public TestEnv {};
 
 TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
-  const int seconds = EnvInt("ABX_SOAK_SECONDS", 60, 5, 120);
+  const int seconds = EnvInt("ABX_SOAK_SECONDS", 60, 5, 600);
   const int sessions = EnvInt("ABX_SOAK_SESSIONS", 64, 1, 64);
   const int extra_creates = 2;  // per session, besides its own sandbox
   std::fprintf(stderr, "soak: %d sessions for %d s\n", sessions, seconds);

@@ -19,6 +19,9 @@ using e2e::Base64;
 constexpr Millis kCallTimeout{90000};
 constexpr size_t kKeptFailures = 8;
 constexpr uint64_t kMaxThinkMs = 1000;
+// Sandboxes live an hour: the default lifetime (600 s) would let the fake expire the
+// sessions' own sandboxes near the end of a soak run at its longest (600 s).
+constexpr int64_t kSandboxLifetimeSeconds = 3600;
 
 // Where two strings first differ, and the text around it, for a failure message.
 std::string FirstDifference(const std::string& got, const std::string& want) {
@@ -69,9 +72,12 @@ std::shared_ptr<const rapidjson::Document> SessionWorkload::Ok(const std::string
 }
 
 std::string SessionWorkload::CreateSandbox(const std::string& metadata_json) {
-  auto response =
-      Ok("sandbox.create", "sandbox.create",
-         JsonObject().Str("template", "base").Raw("metadata", metadata_json).str());
+  auto response = Ok("sandbox.create", "sandbox.create",
+                     JsonObject()
+                         .Str("template", "base")
+                         .Int("timeout", kSandboxLifetimeSeconds)
+                         .Raw("metadata", metadata_json)
+                         .str());
   if (!response) return "";
   ++report_.creates;
   const std::string id = GetString(*response, "result.id");

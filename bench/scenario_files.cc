@@ -4,9 +4,9 @@
 // execd cannot append, so files.write with `append` uploads each chunk to a part file
 // and runs one command to add it to the file (docs/mapping.md): one more round trip per
 // chunk. It is measured as it is, and so is the alternative a host may use instead: 16
-// separate 4 MiB files. The base64 text and the
-// request lines are made before the clock starts, and the answers decoded and checked
-// after it stops: the figures are the provider's, not this host's encoder's.
+// separate 4 MiB files. The base64 text and the request lines are made before the clock
+// starts, and the answers decoded and checked after it stops: the figures are the
+// provider's, not this host's encoder's.
 #include <cstdint>
 #include <cstring>
 #include <optional>

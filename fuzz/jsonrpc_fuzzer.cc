@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include <rapidjson/document.h>
+#include <rapidjson/memorystream.h>
 
 #include "bridge/core/error_mapping.h"
 #include "bridge/epp/jsonrpc.h"
@@ -29,9 +30,15 @@ constexpr unsigned kStrict =
     rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 // True when `text` is one JSON value (whole text, UTF-8 checked), parsed into `doc`.
+// Read from a plain MemoryStream: Document::Parse(text, length) would wrap it in an
+// EncodedInputStream, which drops a leading 0xEF, 0xBB and 0xBF each on its own (a
+// byte-order mark, or any piece of one), so "\xEF77" would count as the JSON 77. The
+// shim and the bridge take no byte-order mark: EPP/1 lines are JSON text, which RFC 8259
+// says a sender must not prefix with one, and a lone 0xEF is not UTF-8.
 bool ParseStrict(std::string_view text, rapidjson::Document* doc) {
   if (text.find('\0') != std::string_view::npos) return false;  // NUL is never JSON text
-  doc->Parse<kStrict>(text.data(), text.size());
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  doc->ParseStream<kStrict, rapidjson::UTF8<>>(stream);
   return !doc->HasParseError();
 }
 

@@ -229,6 +229,18 @@ TEST_F(MalformedTest, InvalidUtf8IsParseError) {
   EXPECT_TRUE(shim_->ResponsesFor(1000007).empty() && shim_->ResponsesFor(1000008).empty());
 }
 
+// A byte-order mark is not part of JSON text (RFC 8259 forbids sending one; EPP/1 lines
+// are JSON text), and a lone piece of one is not UTF-8: neither is skipped.
+TEST_F(MalformedTest, ByteOrderMarkIsParseError) {
+  for (const std::string& line :
+       {std::string("\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1000009,\"method\":\"provider.info\"}"),
+        std::string("\xEF{\"jsonrpc\":\"2.0\",\"id\":1000010,\"method\":\"provider.info\"}")}) {
+    ExpectError(SendAndAwait(line + "\n", "null"), -32700);
+    ExpectSessionAnswers();
+  }
+  EXPECT_TRUE(shim_->ResponsesFor(1000009).empty() && shim_->ResponsesFor(1000010).empty());
+}
+
 TEST_F(MalformedTest, LineOneByteOverTheLimitIsE8008WithItsId) {
   const std::string line = RequestOfSize(kMaxLine + 1, 1000020);
   ASSERT_EQ(line.size(), kMaxLine + 1);

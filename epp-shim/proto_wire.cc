@@ -10,15 +10,6 @@ constexpr uint32_t kMaxFieldNumber = (1u << 29) - 1;
 
 }  // namespace
 
-size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
 void AppendVarint(std::string* out, uint64_t value) {
   char bytes[10];
   size_t size = 0;

@@ -25,9 +25,6 @@ enum WireType : uint32_t {
   kFixed32 = 5,
 };
 
-// Bytes a varint of `value` takes (1..10).
-size_t VarintSize(uint64_t value);
-
 void AppendVarint(std::string* out, uint64_t value);
 void AppendTag(std::string* out, uint32_t field, WireType type);
 // `value` is written as the 64-bit two's complement varint protobuf uses for negative

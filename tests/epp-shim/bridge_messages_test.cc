@@ -295,7 +295,7 @@ TEST(ProtoWireTest, VarintsOfEveryWidth) {
     const uint64_t value = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     std::string bytes;
     wire::AppendVarint(&bytes, value);
-    EXPECT_EQ(bytes.size(), wire::VarintSize(value));
+    EXPECT_EQ(bytes.size(), google::protobuf::io::CodedOutputStream::VarintSize64(value));
     std::string expected;
     google::protobuf::io::StringOutputStream stream(&expected);
     {

@@ -10,6 +10,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_posix.h>
 
+#include "bridge/allocator.h"
 #include "bridge/bridge_service.h"
 #include "bridge/core/log.h"
 #include "bridge/daemon_state.h"
@@ -152,6 +153,7 @@ int Serve(const ServeOptions& options) {
                                    {"socket_source", inherited ? "inherited" : "bound"},
                                    {"pid", std::to_string(getpid())},
                                    {"build_id", kBuildId},
+                                   {"allocator", allocator::Name()},
                                    {"idle_timeout_s", std::to_string(options.idle_timeout.count())}});
 
   MemoryTrimmer::Options trim;

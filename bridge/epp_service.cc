@@ -1,9 +1,8 @@
 #include "bridge/epp_service.h"
 
-#include <malloc.h>
-
 #include <mutex>
 
+#include "bridge/allocator.h"
 #include "bridge/core/log.h"
 #include "bridge/epp/session.h"
 
@@ -90,12 +89,11 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
   }
   core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
   session_lease.reset();
-  // The last session gone: the idle request threads end, and the free memory the threads'
-  // arenas keep (up to the trim threshold each, see main.cc) goes back to the system, so
-  // an idle bridge is small.
+  // The last session gone: the idle request threads end, and the free memory the
+  // allocator keeps for reuse goes back to the system at once, so an idle bridge is small.
   if (state_->sessions_active() == 0) {
     state_->request_pool().ReleaseIdle();
-    malloc_trim(0);
+    allocator::ReleaseFreeMemory();
   }
   return grpc::Status::OK;
 }

@@ -8,7 +8,6 @@
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -92,54 +91,6 @@ int Stop(const std::string& socket) {
   return 0;
 }
 
-// Large transient buffers (curl's 256 KiB receive buffers, stream blocks, file bodies)
-// get pages of their own, returned to the system when freed. Left alone, glibc raises its
-// mmap threshold once the first such buffer is freed and serves the next ones from its
-// per-thread arenas, which this many-threaded daemon then fragments: under 64 busy
-// sessions the RSS crept from ~40 to ~95 MiB while the live heap stayed near 32 MiB
-// (tests/soak). Setting the threshold explicitly also turns that adjustment off.
-// 64 KiB rather than glibc's 128: transient blocks of 64-128 KiB still crept the soak's
-// RSS up (first third -> last: 42.0 -> 46.6 MiB at 128 KiB, 35.3 -> 37.5 at 64 KiB, with
-// the total allocated flat), while everything a stream makes for each chunk of output
-// (the chunk, its exec.output line, gRPC's copy) stays below it (48 KiB chunks,
-// core/output_assembler.h) and is reused from the heap: mapping and faulting those in
-// afresh for every chunk cost 1.5-2x the bridge's CPU per streamed byte.
-// The trim threshold stays at 1 MiB (setting one leaves it at 128 KiB): freeing a chunk
-// then returned the top of the heap to the kernel nearly every time and the next chunk
-// faulted it in again, 3-4x the bridge's CPU per streamed byte.
-void KeepLargeBuffersOutOfTheHeap() {
-  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
-}
-
-// glibc's per-thread caches (tcache: up to 7 free blocks of each size up to 1 KiB, kept
-// by every thread for itself) are off in the daemon. It runs ~100 threads under 64
-// sessions (gRPC's thread per session, the request pool), and each cache fills up with
-// blocks its thread has freed: memory no other thread and no malloc_trim can reach, which
-// also pins the pages around it. That was the steady creep of the bridge's RSS in the
-// soak, and part of what an idle bridge kept after heavy load (docs/PERFORMANCE.md,
-// "Memory"). Without the caches every malloc and free takes its arena's lock, which cost
-// no measurable CPU per operation here.
-// glibc reads its tunables once, when a program starts, so `serve` starts itself again
-// with GLIBC_TUNABLES set, before any thread exists (one exec, a few ms, once per
-// daemon). A tcache setting already present (the user's, or ours after the exec) is kept
-// as it is; if the exec fails the bridge runs with the caches.
-void StartAgainWithoutThreadCaches(char** argv) {
-  constexpr const char* kSetting = "glibc.malloc.tcache_count=0";
-  const char* current = std::getenv("GLIBC_TUNABLES");
-  std::string tunables = current != nullptr ? current : "";
-  if (tunables.find("glibc.malloc.tcache_count") != std::string::npos) return;
-  tunables += tunables.empty() ? kSetting : std::string(":") + kSetting;
-  if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // Still here: the exec failed; carry on as we are.
-  if (current != nullptr) {
-    setenv("GLIBC_TUNABLES", current, 1);
-  } else {
-    unsetenv("GLIBC_TUNABLES");
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,8 +128,6 @@ int main(int argc, char** argv) {
     }
   }
   if (command == "serve") {
-    StartAgainWithoutThreadCaches(argv);
-    KeepLargeBuffersOutOfTheHeap();
     return abx::bridge::Serve(options);
   }
   if (command == "status") return Status(options.socket_path);

@@ -1,10 +1,9 @@
 #include "bridge/memory_trimmer.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <string>
 
+#include "bridge/allocator.h"
 #include "bridge/core/log.h"
 #include "bridge/daemon_state.h"
 #include "common/file_pages.h"
@@ -12,7 +11,7 @@
 namespace abx::bridge {
 namespace {
 
-// Idleness is looked at this often (trimming the heap has its own, longer period).
+// Idleness is looked at this often.
 constexpr std::chrono::milliseconds kIdleCheckPeriod(1000);
 
 }  // namespace
@@ -35,20 +34,10 @@ int64_t MemoryTrimmer::idle_releases() const {
 }
 
 void MemoryTrimmer::Loop() {
-  using Clock = std::chrono::steady_clock;
-  const auto step = options_.state != nullptr
-                        ? std::min(options_.trim_period, kIdleCheckPeriod)
-                        : options_.trim_period;
-  auto next_trim = Clock::now() + options_.trim_period;
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, step, [this] { return stop_; })) {
+  while (!cv_.wait_for(lock, kIdleCheckPeriod, [this] { return stop_; })) {
     lock.unlock();
-    const auto now = Clock::now();
-    if (now >= next_trim) {
-      malloc_trim(0);
-      next_trim = now + options_.trim_period;
-    }
-    if (options_.state != nullptr) CheckIdle(now);
+    if (options_.state != nullptr) CheckIdle(std::chrono::steady_clock::now());
     lock.lock();
   }
 }
@@ -65,7 +54,7 @@ void MemoryTrimmer::CheckIdle(std::chrono::steady_clock::time_point now) {
     return;
   }
   released_at_sessions_total_ = total;
-  malloc_trim(0);
+  allocator::ReleaseFreeMemory();
   const ReleasedFilePages released = ReleaseCleanFilePages();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,19 +1,15 @@
 #pragma once
 
-// Gives the bridge's memory back to the system while it runs.
+// Gives an idle bridge's memory back to the system.
 //
-// Free heap pages, every few seconds: the bridge runs many threads (gRPC's one per
-// session, the request pool), and between live blocks their arenas fill with free space
-// that glibc's own trimming (only the top of each heap) never reaches, so RSS creeps up
-// (tests/soak). malloc_trim(0) returns whole free pages from the middle of every arena
-// too. It takes each arena's lock briefly; at the bridge's heap size a pass costs well
-// under a millisecond.
-//
-// Mapped file pages, once the bridge has been idle (no session) for a while: the code
-// and read-only data it has mapped but is not running (all that start-up ran, and the
-// neighbours the kernel maps around every page touched) go back to the page cache
-// (common/file_pages.h). An idle bridge: ~19.5 -> ~4 MiB resident. The next session maps
-// back what it runs (~8 MiB of it, a few milliseconds of minor faults, once).
+// While sessions run, the allocator returns freed pages on its own clock
+// (bridge/allocator_jemalloc.cc). Once the bridge has been idle (no session) for a
+// while, this gives back the rest, once per idle spell: the allocator's free pages at
+// once, and the mapped file pages of code and read-only data the bridge is not running
+// (all that start-up ran, and the neighbours the kernel maps around every page touched)
+// go back to the page cache (common/file_pages.h). An idle bridge: ~19.5 -> ~5-8 MiB
+// resident. The next session maps back what it runs (~8 MiB of it, a few milliseconds of
+// minor faults, once).
 
 #include <chrono>
 #include <condition_variable>
@@ -28,11 +24,9 @@ class DaemonState;
 class MemoryTrimmer {
  public:
   struct Options {
-    // How often free heap pages are given back.
-    std::chrono::milliseconds trim_period{5000};
-    // No session for this long: the mapped file pages go back too (once per idle spell).
+    // No session for this long: the memory goes back (once per idle spell).
     std::chrono::milliseconds idle_release_after{5000};
-    // Where idleness is read from; null: heap trimming only.
+    // Where idleness is read from.
     const DaemonState* state = nullptr;
   };
 
@@ -42,7 +36,7 @@ class MemoryTrimmer {
   MemoryTrimmer(const MemoryTrimmer&) = delete;
   MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
 
-  // Idle spells whose file pages were given back so far (for tests).
+  // Idle spells whose memory was given back so far (for tests).
   int64_t idle_releases() const;
 
  private:

@@ -22,9 +22,11 @@ class OutputAssembler {
  public:
   // 48 KiB: each chunk becomes one exec.output line and passes through several buffers
   // (the chunk, the JSON line with its escapes, gRPC's copy of the message) on its way
-  // out; all of them stay below the bridge's 64 KiB mmap threshold (bridge/main.cc) and
-  // are reused from the heap, while larger ones are mapped, faulted in and unmapped again
-  // for every chunk, which cost a stream most of its throughput.
+  // out, which should come from memory the allocator reuses rather than fresh pages:
+  // faulting those in again for every chunk cost a stream most of its throughput. Under
+  // glibc's malloc, which this size was chosen for, blocks from 64 KiB up were mappings
+  // of their own; jemalloc (bridge/allocator_jemalloc.cc) reuses freed pages of any size
+  // for a while, and the stream did as well with it at this size.
   explicit OutputAssembler(size_t max_chunk_bytes = 48 << 10) : max_chunk_(max_chunk_bytes) {}
 
   // One stdout/stderr event's `text`.

@@ -3,9 +3,9 @@
 //
 // Why reuse threads: each request used to get a std::thread of its own. Under 64 busy
 // sessions, creating and ending those threads (clone, a fresh stack's page faults, TLS,
-// the malloc arena a new thread is given, unmapping) was 12 % of the bridge's samples,
-// and every new thread was handed one of glibc's per-thread arenas, whose free memory
-// then fragmented.
+// the allocator's per-thread state, unmapping) was 12 % of the bridge's samples, and
+// under glibc's malloc every new thread was handed one of its per-thread arenas, whose
+// free memory then fragmented.
 //
 // Why it grows without bound instead of being a fixed pool: a request may block for
 // minutes (exec.run of a long command, sandbox.create waiting for Running, a stream its

@@ -130,8 +130,8 @@ struct HttpClient::Transfer {
   size_t queued_bytes = 0;
   bool paused = false;               // Stream: curl holds data back until the queue drains
   // Stream: emptied blocks, reused. As many as a full queue holds, so a fast stream keeps
-  // writing into the same few MiB: a fresh 256 KiB block is a fresh mapping (the bridge's
-  // mmap threshold), and its page faults and unmapping cost more than the copy itself.
+  // writing into the same few MiB: a fresh 256 KiB block may be fresh pages, and their
+  // faults (and giving them back) cost more than the copy itself.
   std::vector<std::string> spare;
   bool finished = false;             // the I/O thread is done with it
   CURLcode result = CURLE_OK;

@@ -167,35 +167,19 @@ TEST(DaemonStateTest, IdleExitCountsFromTheLastSessionsEnd) {
                                                        "or before a second had passed";
 }
 
-// The trimmer runs malloc_trim beside threads that allocate and free on their own
-// arenas, and its destructor stops it at once, whatever its period.
-TEST(MemoryTrimmerTest, TrimsBesideAllocatingThreadsAndStopsAtOnce) {
-  {
-    MemoryTrimmer::Options trim;
-    trim.trim_period = milliseconds(1);
-    const MemoryTrimmer trimmer(trim);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([t] {
-        const auto until = Clock::now() + milliseconds(300);
-        size_t size = 4096 << t;
-        while (Clock::now() < until) {
-          std::vector<void*> blocks;
-          for (int i = 0; i < 64; ++i) blocks.push_back(std::malloc(size + i * 64));
-          for (void* block : blocks) std::free(block);
-          size = size >= (512 << 10) ? 4096 : size * 2;
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
-  }
+// The trimmer's destructor stops it at once: not after its next look at idleness (once
+// a second), nor after the hour it would wait for an idle spell.
+TEST(MemoryTrimmerTest, StopsAtOnce) {
+  DaemonState state(NewCore());
   const auto started = Clock::now();
   {
     MemoryTrimmer::Options trim;
-    trim.trim_period = std::chrono::hours(1);
+    trim.idle_release_after = std::chrono::hours(1);
+    trim.state = &state;
     const MemoryTrimmer idle_for_an_hour(trim);
+    std::this_thread::sleep_for(milliseconds(50));
   }
-  EXPECT_LT(Clock::now() - started, std::chrono::seconds(5));
+  EXPECT_LT(Clock::now() - started, milliseconds(500));
 }
 
 // Idle spells: once no session has been open for idle_release_after, the trimmer gives
@@ -203,7 +187,6 @@ TEST(MemoryTrimmerTest, TrimsBesideAllocatingThreadsAndStopsAtOnce) {
 TEST(MemoryTrimmerTest, GivesFilePagesBackOncePerIdleSpell) {
   DaemonState state(NewCore());
   MemoryTrimmer::Options trim;
-  trim.trim_period = milliseconds(50);
   trim.idle_release_after = milliseconds(200);
   trim.state = &state;
   const MemoryTrimmer trimmer(trim);

@@ -329,6 +329,13 @@ TEST_F(BridgeOpsTest, BridgeExitsAfterItsIdleTimeoutButNotDuringASession) {
   auto ready = LogEvents(ReadFile(bridge_log_path()), "bridge.ready");
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(GetString(*ready[0], "idle_timeout_s"), "2");
+  // The bridge runs on jemalloc (bridge/allocator.h), but in sanitizer builds.
+#ifdef ABX_BRIDGE_SYSTEM_ALLOCATOR
+  EXPECT_EQ(GetString(*ready[0], "allocator"), "C library");
+#else
+  EXPECT_EQ(GetString(*ready[0], "allocator").rfind("jemalloc ", 0), 0u)
+      << GetString(*ready[0], "allocator");
+#endif
 
   // An open session, however quiet, keeps the bridge.
   std::this_thread::sleep_for(Millis(3500));

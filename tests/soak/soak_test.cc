@@ -14,10 +14,12 @@
 // kCommandSlots commands run at once across them (see CommandSlots in workload.h).
 // The memory bound: what the bridge holds beyond its baseline (~25 MiB of libraries,
 // gRPC and curl state) is the work in flight: at most kCommandSlots commands' output
-// (each ≤ ~0.3 MB) and one file body per session (≤ ~0.7 MB as base64), so it depends on
-// how many large calls happen to be in flight, not on time. Medians of thirds smooth
-// that; what is left is noise of a few MiB (measured: flat within ~2 MiB). 8 MiB is a
-// dozen large bodies in flight at once; 20% covers a larger baseline elsewhere. Growth
+// (each ≤ ~0.3 MB) and one file body per session (≤ ~0.7 MB as base64), and the pages
+// freed in the last ~0.3 s, which the allocator keeps for reuse
+// (bridge/allocator_jemalloc.cc). Both depend on how much work is in flight, not on
+// time. Medians of thirds smooth that; what is left is noise of a few MiB (measured:
+// within ~1.5 MiB at ~68 MiB). 8 MiB is a dozen large bodies in flight at once; 20%
+// covers the load changing between the thirds (the level follows the throughput). Growth
 // with the work done, a leak, exceeds it: 8 MiB over the ~1000 requests between the two
 // thirds is ~8 KiB per request, or one leaked copy of every large output.
 // ABX_SOAK_SESSIONS (default 64) shrinks the run for a quick local try.
@@ -195,9 +197,9 @@ TEST_F(SoakTest, SixtyFourSessionsHoldExactAccountingAndFlatMemory) {
     }
   }
   // The first 10 s (at most a quarter of the samples) are the warm-up: 64 sessions
-  // creating their sandboxes while the bridge's request threads and their malloc arenas
-  // come into being, a ramp of ~10 MiB from the idle bridge that says nothing about
-  // growth. The thirds are taken of the steady run after it.
+  // creating their sandboxes while the bridge's request threads come into being and the
+  // work in flight builds up, a ramp from the idle bridge (~26 -> ~65 MiB) that says
+  // nothing about growth. The thirds are taken of the steady run after it.
   const size_t warm_up = std::min<size_t>(rss.size() / 4, 40);  // samples every 250 ms
   const size_t third = (rss.size() - warm_up) / 3;
   const int64_t first_third = Median({rss.begin() + warm_up, rss.begin() + warm_up + third});

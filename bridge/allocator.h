@@ -2,9 +2,11 @@
 
 // The bridge's memory allocator.
 //
-// jemalloc, linked into the bridge (allocator_jemalloc.cc says why and how it is set). A
-// sanitizer build (bazel --config=asan|ubsan|tsan) uses the C library's instead
-// (allocator_system.cc): the sanitizers bring their own malloc and must see every block.
+// jemalloc, linked into the bridge (allocator_jemalloc.cc says why and how it is set).
+// AddressSanitizer and ThreadSanitizer builds (bazel --config=asan|tsan) use the C
+// library's instead (allocator_system.cc): those sanitizers bring their own malloc and
+// must see every block. UndefinedBehaviorSanitizer has none, so --config=ubsan keeps
+// jemalloc.
 
 #include <string>
 

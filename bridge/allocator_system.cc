@@ -1,5 +1,5 @@
-// The C library's malloc, for sanitizer builds only (bridge/allocator.h): the sanitizers
-// replace malloc with their own, which must see every block.
+// The C library's malloc, for ASan and TSan builds only (bridge/allocator.h): those
+// sanitizers replace malloc with their own, which must see every block.
 
 #include <malloc.h>
 

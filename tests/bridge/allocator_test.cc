@@ -1,5 +1,5 @@
 // The bridge's allocator (bridge/allocator.h), linked into this test as into the bridge:
-// jemalloc in a normal build, the C library's under a sanitizer.
+// jemalloc in a normal (or UBSan) build, the C library's under ASan and TSan.
 
 #include "bridge/allocator.h"
 
@@ -30,18 +30,18 @@ size_t ResidentBytes() {
   return read == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-bool SanitizerBuild() { return allocator::Name() == "C library"; }
+bool OnTheCLibraryMalloc() { return allocator::Name() == "C library"; }
 
 TEST(AllocatorTest, TheBridgeRunsOnJemallocButUnderSanitizers) {
   const std::string name = allocator::Name();
-  if (SanitizerBuild()) GTEST_SKIP() << "sanitizer build: the C library's malloc, as meant";
+  if (OnTheCLibraryMalloc()) GTEST_SKIP() << "ASan/TSan build: the C library's malloc, as meant";
   EXPECT_EQ(name.rfind("jemalloc ", 0), 0u) << name;
 }
 
 // What the bridge frees goes back to the system when ReleaseFreeMemory is called, without
 // waiting for the allocator's own delay: 64 MiB of written blocks, freed, then released.
 TEST(AllocatorTest, ReleaseGivesFreedMemoryBackAtOnce) {
-  if (SanitizerBuild()) GTEST_SKIP() << "the sanitizer's allocator keeps freed memory on purpose";
+  if (OnTheCLibraryMalloc()) GTEST_SKIP() << "the sanitizer's allocator keeps freed memory on purpose";
   constexpr size_t kBlock = 1 << 20;
   constexpr int kBlocks = 64;
   const size_t before = ResidentBytes();

@@ -23,6 +23,7 @@ struct BenchOptions {
   long long stream_bytes = 256LL << 20;
   long long file_bytes = 64LL << 20;
   long long chunk_bytes = 4LL << 20;
+  int files_rounds = 2;        // files: each side's best of this many rounds
   int sessions = 64;           // concurrency: shim sessions
   int ops_per_session = 50;
   // Once this long has passed since the common start, sessions start no further

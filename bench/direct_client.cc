@@ -31,10 +31,11 @@ DirectClient::~DirectClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 HttpResult DirectClient::Perform(const std::string& method, const std::string& url,
                                  const std::string* body, const std::vector<std::string>& headers,
-                                 const std::function<void(const char*, size_t)>* on_data, void* mime) {
+                                 const std::function<void(const char*, size_t)>* on_data, void* mime,
+                                 std::string* into) {
   CURL* curl = static_cast<CURL*>(curl_);
   HttpResult result;
-  Sink sink{&result.body, on_data};
+  Sink sink{into != nullptr ? into : &result.body, on_data};
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -71,6 +72,12 @@ HttpResult DirectClient::Perform(const std::string& method, const std::string& u
 
 HttpResult DirectClient::Get(const std::string& url, const std::vector<std::string>& headers) {
   return Perform("GET", url, nullptr, headers, nullptr, nullptr);
+}
+
+HttpResult DirectClient::GetInto(const std::string& url, const std::vector<std::string>& headers,
+                                 std::string* body) {
+  body->clear();  // keeps its capacity
+  return Perform("GET", url, nullptr, headers, nullptr, nullptr, body);
 }
 
 HttpResult DirectClient::Post(const std::string& url, const std::string& body,

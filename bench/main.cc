@@ -29,11 +29,13 @@ int Usage(FILE* out) {
   std::fprintf(out,
                "usage: abx-opensandbox-bench --shim PATH --bridge PATH --fake PATH --node PATH --sdk-dir DIR\n"
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
-               "                             [--concurrency-budget S] [--sse-grace-ms MS] [--keep-work-dir]\n"
+               "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
+               "                             [--keep-work-dir]\n"
                "  --only LIST      comma-separated: cold,cli,warm,stream,files,concurrency (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
+               "  --files-rounds N        files: each side's best of N rounds (default 2)\n"
                "  --sse-grace-ms MS       the fake's pause after a stream's last event (default 0;\n"
                "                   real execd waits ~1000: see docs/PERFORMANCE.md)\n"
                "  --keep-work-dir  keep the temp dir with the fake's, the shims' and the bridge's logs\n");
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
       options.warm_runs = 50;
       options.stream_bytes = 32LL << 20;
       options.file_bytes = 16LL << 20;
+      options.files_rounds = 1;
       options.sessions = 16;
       options.ops_per_session = 10;
       options.direct_ops_per_client = 2;
@@ -97,6 +100,8 @@ int main(int argc, char** argv) {
       options.ops_per_session = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--concurrency-budget") {
       options.concurrency_budget_s = std::max(1.0, std::atof(value().c_str()));
+    } else if (arg == "--files-rounds") {
+      options.files_rounds = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--sse-grace-ms") {
       options.sse_grace_ms = std::max(0, std::atoi(value().c_str()));
     } else if (arg == "--keep-work-dir") {

@@ -1,9 +1,13 @@
 #include "bridge/epp_service.h"
 
+#include <algorithm>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "bridge/allocator.h"
 #include "bridge/core/log.h"
+#include "bridge/epp/features.h"
 #include "bridge/epp/session.h"
 
 namespace abx::bridge {
@@ -33,6 +37,38 @@ class StreamSink final : public epp::LineSink {
   std::mutex mu_;
   grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream_;
   bool broken_ = false;
+};
+
+// Puts a long line back together from the SessionInput.line_parts the shim sent while
+// the host was still writing it and the `line` that ends it.
+class LineAssembler {
+ public:
+  // False when the parts alone pass the line limit (a shim never sends that).
+  bool AddPart(std::string part) {
+    if (pending_.size() + part.size() > static_cast<size_t>(epp::kMaxLineBytes)) return false;
+    if (pending_.empty()) {
+      // Long lines tend to come in runs of the same size (files.write chunks): room for
+      // the whole line at once, sized after the last one, spares growing step by step.
+      pending_.reserve(std::min<size_t>(std::max(last_size_ + last_size_ / 8, part.size() * 2),
+                                        static_cast<size_t>(epp::kMaxLineBytes)));
+    }
+    pending_.append(part);
+    return true;
+  }
+
+  // The whole line: the parts so far followed by `end`.
+  std::string Complete(std::string end) {
+    if (pending_.empty()) return end;
+    pending_.append(end);
+    last_size_ = pending_.size();
+    return std::exchange(pending_, std::string());
+  }
+
+  void Drop() { pending_ = std::string(); }
+
+ private:
+  std::string pending_;
+  size_t last_size_ = 0;
 };
 
 }  // namespace
@@ -65,12 +101,21 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
                                     {"replayed", origin.replay_initialize.empty() ? "no" : "yes"}});
 
   StreamSink sink(stream);
+  std::string protocol_error;  // the shim broke the session's rules: the call ends with it
   {
     epp::Session session(&state_->core(), &state_->request_pool(), std::move(origin), &sink);
+    LineAssembler lines;
     while (!session.exit_requested() && stream->Read(&input)) {
-      if (input.kind_case() == SessionInput::kLine) {
-        session.OnLine(std::move(*input.mutable_line()));
+      if (input.kind_case() == SessionInput::kLinePart) {
+        if (!lines.AddPart(std::move(*input.mutable_line_part()))) {
+          protocol_error = "line parts of more than " + std::to_string(epp::kMaxLineBytes) +
+                           " bytes without their line";
+          break;
+        }
+      } else if (input.kind_case() == SessionInput::kLine) {
+        session.OnLine(lines.Complete(std::move(*input.mutable_line())));
       } else if (input.kind_case() == SessionInput::kOversized) {
+        lines.Drop();
         session.OnOversizedLine(input.oversized().prefix(), input.oversized().length());
       }
     }
@@ -78,7 +123,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     // the attached commands and let other requests finish, unless the shim goes away
     // meanwhile (it waits only briefly), which cancels the rest — a half-made sandbox
     // is then killed by its create.
-    if (session.exit_requested() || context->IsCancelled()) {
+    if (session.exit_requested() || context->IsCancelled() || !protocol_error.empty()) {
       session.OnHostGone();
     } else {
       session.OnEndOfInput();
@@ -87,7 +132,11 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
       if (context->IsCancelled()) session.OnHostGone();
     }
   }
-  core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
+  if (protocol_error.empty()) {
+    core::log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
+  } else {
+    core::log::Error("session.end", {{"protocol_error", protocol_error}});
+  }
   session_lease.reset();
   // The last session gone: the idle request threads end, and the free memory the
   // allocator keeps for reuse goes back to the system at once, so an idle bridge is small.
@@ -95,6 +144,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     state_->request_pool().ReleaseIdle();
     allocator::ReleaseFreeMemory();
   }
+  if (!protocol_error.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, protocol_error);
   return grpc::Status::OK;
 }
 

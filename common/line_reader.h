@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace abx {
@@ -41,6 +42,10 @@ class LineSplitter {
   // End of input: a pending line without its newline still counts as a line (unless
   // no byte of it arrived). The splitter is then empty and may be fed again.
   void Finish(std::vector<FramedLine>* out);
+
+  // What arrived of the line not yet complete, while it is within the limit (empty once
+  // it is past it: its bytes are being dropped).
+  std::string_view pending() const { return dropping_ ? std::string_view() : current_; }
 
  private:
   void Append(const char* data, size_t size);

@@ -19,6 +19,7 @@ namespace session_input {
 constexpr uint32_t kStart = 1;
 constexpr uint32_t kLine = 2;
 constexpr uint32_t kOversized = 3;
+constexpr uint32_t kLinePart = 4;
 }  // namespace session_input
 namespace session_start {
 constexpr uint32_t kConfig = 1;
@@ -108,6 +109,13 @@ std::string SessionInputLineHeader(size_t line_size) {
   std::string out;
   wire::AppendTag(&out, session_input::kLine, wire::kLengthDelimited);
   wire::AppendVarint(&out, line_size);
+  return out;
+}
+
+std::string SessionInputLinePartHeader(size_t part_size) {
+  std::string out;
+  wire::AppendTag(&out, session_input::kLinePart, wire::kLengthDelimited);
+  wire::AppendVarint(&out, part_size);
   return out;
 }
 

@@ -46,6 +46,9 @@ std::string EncodeSessionStart(const SessionStartMessage& start);
 // line of up to 8 MiB is queued as it is, without being copied into a message.
 std::string SessionInputLineHeader(size_t line_size);
 
+// SessionInput{line_part}: the same for the first bytes of a long line still being read.
+std::string SessionInputLinePartHeader(size_t part_size);
+
 // SessionInput{oversized}.
 std::string EncodeOversizedLine(std::string_view prefix, int64_t length);
 

@@ -56,6 +56,7 @@ class ShimSession::Call final : public GrpcCallObserver {
   }
 
   BridgeConnection connection;
+  uint64_t serial = 0;
   bool ended = false;
   bool left_by_shim = false;  // cancelled at the drain deadline
   grpc_protocol::Status end_status;
@@ -165,6 +166,7 @@ int ShimSession::Run(int input_fd) {
           return 0;
         }
       }
+      if (input_open) ForwardLinePart(splitter.pending());
       // End of stdin: half-close so the bridge cancels what this session started, and
       // give it a moment to finish the call.
       if (!input_open && call_ != nullptr && !call_->ended) call_->transport()->CloseSend();
@@ -183,7 +185,20 @@ void ShimSession::FinishOutput(int64_t deadline_ms) {
           " bytes in time; leaving without them");
 }
 
+void ShimSession::ForwardLinePart(std::string_view pending) {
+  if (call_ == nullptr || call_->ended) return;  // the line goes whole when it is complete
+  if (parts_sent_bytes_ > 0 && parts_call_serial_ != call_->serial) return;
+  if (pending.size() < parts_sent_bytes_ + kLinePartBytes) return;
+  const std::string_view part = pending.substr(parts_sent_bytes_);
+  call_->transport()->SendMessage(SessionInputLinePartHeader(part.size()), std::string(part));
+  parts_call_serial_ = call_->serial;
+  parts_sent_bytes_ = pending.size();
+}
+
 bool ShimSession::HandleLine(FramedLine line) {
+  // Parts of this line sent while it was read, and the call that holds them.
+  const size_t parts_bytes = std::exchange(parts_sent_bytes_, 0);
+  const uint64_t parts_call = parts_call_serial_;
   const LineMeta meta = line.oversized ? ParseLinePrefixMeta(line.data) : ParseLineMeta(line.data);
   const bool is_request = meta.kind == LineMeta::Kind::kRequest;
   const bool is_notification = meta.kind == LineMeta::Kind::kNotification;
@@ -229,6 +244,10 @@ bool ShimSession::HandleLine(FramedLine line) {
     if (line.oversized) {
       call_->transport()->SendMessage(
           EncodeOversizedLine(line.data, static_cast<int64_t>(line.length)));
+    } else if (parts_bytes > 0 && parts_call == call_->serial) {
+      std::string rest = line.data.substr(parts_bytes);
+      std::string header = SessionInputLineHeader(rest.size());
+      call_->transport()->SendMessage(std::move(header), std::move(rest));
     } else {
       std::string header = SessionInputLineHeader(line.data.size());
       call_->transport()->SendMessage(std::move(header), std::move(line.data));
@@ -262,6 +281,7 @@ bool ShimSession::StartCall(std::string* error) {
   start.shim_pid = static_cast<int32_t>(getpid());
   if (initialized_) start.replay_initialize = initialize_line_;
   in_flight_.clear();
+  call->serial = ++calls_started_;
   call->transport()->SendMessage(EncodeSessionStart(start));
   call_ = std::move(call);
   return true;

@@ -30,6 +30,12 @@
 // the broken call get their exec.exit from the shim (exit_code null, error E8002; see
 // attached_execs.h): their streams died with it.
 //
+// A long line crosses while the host still writes it: each time 1 MiB more of it has
+// arrived, those bytes go to the bridge as a SessionInput.line_part, and the line's end
+// goes as its `line`. Without this the shim read the whole line first and only then sent
+// it, and the host's write and the send took turns. Parts belong to the call they went
+// on: if that call ends before the line does, the line goes whole on the next one.
+//
 // Memory: large lines are served from the heap and reused (main.cc); once a second has
 // passed with nothing to do after some traffic, the shim gives its free memory back
 // (malloc_trim), so an idle shim holds no more than it did before the last large line.
@@ -82,6 +88,8 @@ class ShimSession {
   // alone can fill (hold + window + one message), so it only stops a host that keeps
   // writing requests the shim itself must answer and never reads the answers.
   static constexpr size_t kOutputLimitBytes = 64 << 20;
+  // A line still being read goes to the bridge in parts of at least this much.
+  static constexpr size_t kLinePartBytes = 1 << 20;
 
   ShimSession(BridgeClient* client, int output_fd, Options options);
   ~ShimSession();
@@ -97,6 +105,9 @@ class ShimSession {
   // Forwards one line. False when the session is over (`exit` with no bridge attached,
   // or a call that ended after `exit`).
   bool HandleLine(FramedLine line);
+  // Sends what arrived of the line being read (`pending`) since the last part, once that
+  // is kLinePartBytes or more and a call is open.
+  void ForwardLinePart(std::string_view pending);
   // Starts a call (connecting to, or starting, the bridge). False with `*error`.
   bool StartCall(std::string* error);
   // Answers what the ended call leaves unanswered and drops it. True when the session
@@ -115,6 +126,10 @@ class ShimSession {
   bool config_resolved_ = false;
   ResolvedConfig config_;
   std::unique_ptr<Call> call_;
+  uint64_t calls_started_ = 0;  // numbers the calls (Call::serial)
+  // How many first bytes of the line being read went as parts, and on which call.
+  size_t parts_sent_bytes_ = 0;
+  uint64_t parts_call_serial_ = 0;
   AttachedExecs attached_;
   int64_t last_connect_failure_ms_ = -1;
   std::string last_connect_error_;

@@ -127,6 +127,41 @@ TEST_F(FilesTest, BinaryRoundTripsWithBase64) {
   EXPECT_EQ(GetInt(read->result(), "size", -1), 512) << read->raw;
 }
 
+// A write of 5 MiB is a 6.7 MiB line: the shim sends it to the bridge in parts while it
+// reads it (1 MiB each, SessionInput.line_part), and the bridge puts it back together.
+TEST_F(FilesTest, MultiMegabyteWriteArrivesWholeAndReadsBackExact) {
+  std::string bytes(5u << 20, '\0');
+  uint32_t x = 2463534242u;
+  for (char& c : bytes) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x >> 24);
+  }
+  const std::string path = std::string(kDir) + "/large.bin";
+  MessagePtr written = Call("files.write", JsonObject()
+                                               .Str("path", path)
+                                               .Str("data", Base64(bytes))
+                                               .Str("encoding", "base64"));
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw.substr(0, 2000);
+  EXPECT_EQ(GetInt(written->result(), "size", -1), static_cast<int64_t>(bytes.size()));
+
+  const int64_t half = static_cast<int64_t>(bytes.size() / 2);
+  for (int64_t offset : {int64_t{0}, half}) {
+    MessagePtr read = Call("files.read", JsonObject()
+                                             .Str("path", path)
+                                             .Str("encoding", "base64")
+                                             .Int("offset", offset)
+                                             .Int("length", half));
+    ASSERT_NE(read, nullptr);
+    ASSERT_FALSE(read->IsError()) << read->raw.substr(0, 2000);
+    EXPECT_TRUE(GetString(read->result(), "data") ==
+                Base64(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(half))))
+        << "bytes from " << offset << " differ";
+  }
+}
+
 TEST_F(FilesTest, MoveThenReadAtTheNewPath) {
   const std::string from = std::string(kDir) + "/from.txt";
   const std::string to = std::string(kDir) + "/to.txt";

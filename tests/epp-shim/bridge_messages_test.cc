@@ -156,6 +156,20 @@ TEST(BridgeMessagesTest, LineHeaderPlusLineIsTheGeneratedSessionInput) {
   }
 }
 
+TEST(BridgeMessagesTest, LinePartHeaderPlusPartIsTheGeneratedSessionInput) {
+  for (size_t size : {size_t{0}, size_t{127}, size_t{128}, size_t{1} << 20, size_t{8388608}}) {
+    std::string part(size, 'p');
+    if (size > 0) part[size - 1] = '\0';
+    pb::SessionInput expected;
+    expected.set_line_part(part);
+    const std::string ours = SessionInputLinePartHeader(size) + part;
+    ASSERT_EQ(ours, expected.SerializeAsString()) << size;
+    pb::SessionInput parsed;
+    ASSERT_TRUE(parsed.ParseFromString(ours));
+    EXPECT_EQ(parsed.kind_case(), pb::SessionInput::kLinePart);
+  }
+}
+
 TEST(BridgeMessagesTest, OversizedLineIsTheGeneratedOne) {
   for (int64_t length : {int64_t{0}, int64_t{8388609}, int64_t{1} << 35}) {
     pb::SessionInput expected;

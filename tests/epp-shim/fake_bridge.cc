@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/bridge_paths.h"
 #include "common/platform.h"
@@ -30,6 +31,7 @@ struct FakeBridge::State {
   mutable std::condition_variable ended_cv;
   std::vector<pb::SessionStart> starts;
   std::vector<std::string> lines;
+  std::vector<size_t> line_parts;  // sizes of the SessionInput.line_parts received
   int hellos = 0;
   int sessions = 0;
   int ended_sessions = 0;
@@ -121,8 +123,16 @@ class EppService final : public pb::EppSession::Service {
   grpc::Status ServeLines(Stream* stream, bool replayed, int session,
                           std::vector<std::thread>* floods, bool* ignore_eof) {
     pb::SessionInput input;
+    std::string pending;  // line parts, as the bridge holds them until the line's end
     while (stream->Read(&input)) {
+      if (input.kind_case() == pb::SessionInput::kLinePart) {
+        pending += input.line_part();
+        std::lock_guard<std::mutex> lock(state_->mu);
+        state_->line_parts.push_back(input.line_part().size());
+        continue;
+      }
       if (input.has_oversized()) {
+        pending.clear();
         // As the bridge does: answered by the id read from the prefix, when it can be.
         LineMeta meta = ParseLinePrefixMeta(input.oversized().prefix());
         const std::string id = meta.kind == LineMeta::Kind::kRequest ? meta.id_json : "null";
@@ -133,7 +143,7 @@ class EppService final : public pb::EppSession::Service {
              id);
         continue;
       }
-      const std::string& line = input.line();
+      const std::string line = std::exchange(pending, std::string()) + input.line();
       {
         std::lock_guard<std::mutex> lock(state_->mu);
         state_->lines.push_back(line);
@@ -255,6 +265,11 @@ std::vector<pb::SessionStart> FakeBridge::starts() const {
 std::vector<std::string> FakeBridge::lines() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->lines;
+}
+
+std::vector<size_t> FakeBridge::line_parts() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->line_parts;
 }
 
 int64_t FakeBridge::flood_bytes() const { return state_->flood_bytes.load(); }

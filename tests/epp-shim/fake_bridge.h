@@ -49,6 +49,9 @@ class FakeBridge {
   std::vector<opensandbox::v1::SessionStart> starts() const;
   // Lines received (all sessions), in order.
   std::vector<std::string> lines() const;
+  // Sizes of the line parts received (all sessions), in order; lines() has each line
+  // whole, its parts put back in front of it.
+  std::vector<size_t> line_parts() const;
   int hellos() const;
   // Bytes of test.flood lines whose write has returned.
   int64_t flood_bytes() const;

@@ -129,7 +129,72 @@ TEST_F(SessionTest, OversizedLineGoesAsOversized) {
   EXPECT_EQ(too_large["error"]["data"]["length"].GetInt64(),
             static_cast<int64_t>(big.size()));
   EXPECT_EQ(Json(lines[2])["id"].GetInt(), 78);
+  // The line's first 8 MiB went as parts while it was read; the bridge dropped them
+  // with the line, so the next line arrives as it was sent.
+  EXPECT_GE(bridge->line_parts().size(), 1u);
   EXPECT_EQ(Json(lines[2])["result"]["bytes"].GetInt(), 42);
+}
+
+// The first bytes of a long line cross to the bridge while the host is still writing it.
+TEST_F(SessionTest, LongLineCrossesInPartsWhileTheHostWritesIt) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(kInitialize);
+  ASSERT_EQ(session.output().WaitFor(1).size(), 1u);
+  std::string line = R"({"jsonrpc":"2.0","id":9,"method":"files.write","params":{"data":")";
+  for (size_t i = 0; line.size() < (3u << 20); ++i) line += static_cast<char>('A' + i % 26);
+  line += R"("}})";
+  const size_t first = (5u << 20) / 2;
+  session.SendRaw(line.substr(0, first));
+  size_t parted = 0;
+  for (int i = 0; i < 400 && parted < (2u << 20); ++i) {
+    usleep(5000);
+    parted = 0;
+    for (size_t size : bridge->line_parts()) parted += size;
+  }
+  EXPECT_GE(parted, 2u << 20) << "the start of the line did not reach the bridge before its end";
+  EXPECT_LE(parted, first);
+  EXPECT_EQ(bridge->lines().size(), 1u);  // only initialize is complete
+  session.SendRaw(line.substr(first) + "\n");
+  session.Send(R"({"jsonrpc":"2.0","id":10,"method":"short"})");
+  std::vector<std::string> lines = session.output().WaitFor(3);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(Json(lines[1])["result"]["bytes"].GetInt64(), static_cast<int64_t>(line.size()));
+  EXPECT_EQ(Json(lines[2])["result"]["bytes"].GetInt(), 42);
+  const std::vector<std::string> received = bridge->lines();
+  ASSERT_EQ(received.size(), 3u);
+  EXPECT_TRUE(received[1] == line) << "the line was not put back together byte for byte";
+  for (size_t size : bridge->line_parts()) EXPECT_GE(size, ShimSession::kLinePartBytes);
+}
+
+// Parts belong to the call they went on: when it ends mid-line, the line goes whole on
+// the next call, never its end alone.
+TEST_F(SessionTest, LineWhosePartsWentOnALostCallGoesWholeOnTheNext) {
+  auto bridge = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(bridge, nullptr);
+  SessionUnderTest session(TestClientOptions(socket()));
+  session.Send(kInitialize);
+  ASSERT_EQ(session.output().WaitFor(1).size(), 1u);
+  std::string line = R"({"jsonrpc":"2.0","id":"w","method":"files.write","params":{"data":")";
+  line += std::string(2u << 20, 'Q') + R"("}})";
+  session.SendRaw(line.substr(0, (3u << 20) / 2));
+  for (int i = 0; i < 400 && bridge->line_parts().empty(); ++i) usleep(5000);
+  ASSERT_FALSE(bridge->line_parts().empty());
+  bridge->Kill();
+  auto second = FakeBridge::Start(socket(), kTestBuildId);
+  ASSERT_NE(second, nullptr);
+  session.SendRaw(line.substr((3u << 20) / 2) + "\n");
+  std::vector<std::string> lines = session.output().WaitFor(2);
+  ASSERT_EQ(lines.size(), 2u);
+  rapidjson::Document reply = Json(lines[1]);
+  EXPECT_EQ(std::string(reply["id"].GetString()), "w");
+  EXPECT_EQ(reply["result"]["bytes"].GetInt64(), static_cast<int64_t>(line.size()));
+  EXPECT_TRUE(reply["result"]["replayed"].GetBool());
+  const std::vector<std::string> received = second->lines();
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_TRUE(received[0] == line);
+  EXPECT_TRUE(second->line_parts().empty());
 }
 
 TEST_F(SessionTest, BridgeDeathAnswersInFlightThenReplaysInitialize) {

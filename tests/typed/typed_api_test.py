@@ -278,6 +278,7 @@ class TypedApiTest(unittest.TestCase):
         cls.exec = exec_pb2_grpc.ExecStub(ENV.channel)
         cls.files = files_pb2_grpc.FilesStub(ENV.channel)
         cls.ports = ports_pb2_grpc.PortsStub(ENV.channel)
+        cls.epp = bridge_pb2_grpc.EppSessionStub(ENV.channel)
 
     def run(self, result=None):
         result = super().run(result)
@@ -536,7 +537,8 @@ class TypedApiTest(unittest.TestCase):
         events = iter(call)
         self.assertEqual(next(events).WhichOneof("event"), "started")
         self.assertEqual(next(events).output.data, b"ready\n")
-        self.assertTrue(processes_with(marker), "the command is not running")
+        # Polled: while bash execs `sleep`, /proc/PID/cmdline can read empty for a moment.
+        self.assertTrue(wait_until(lambda: processes_with(marker), 5), "the command is not running")
         call.cancel()
         stats = lambda: self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5)
         self.assertTrue(wait_until(lambda: stats().streams_active == 0, 8),
@@ -560,6 +562,34 @@ class TypedApiTest(unittest.TestCase):
         self.sandboxes.List(sb.ListSandboxesRequest(config=ENV.config(), limit=1), timeout=20)
         after = self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5).requests_total
         self.assertEqual(after - before, 1)
+
+    # -- the EPP session's front door, as the shim uses it ------------------------------
+
+    def session_inputs(self, *rest):
+        bp = self.pb["bridge"]
+        return iter([bp.SessionInput(start=bp.SessionStart(config=ENV.config()))] + list(rest))
+
+    def test_session_puts_a_line_back_together_from_its_parts(self):
+        bp = self.pb["bridge"]
+        line = json.dumps({"jsonrpc": "2.0", "id": 41, "method": "initialize",
+                           "params": {"protocol": "EPP/1"}}).encode()
+        inputs = self.session_inputs(
+            bp.SessionInput(line_part=line[:7]), bp.SessionInput(line_part=line[7:30]),
+            bp.SessionInput(line=line[30:]),
+            bp.SessionInput(line=b'{"jsonrpc":"2.0","id":42,"method":"provider.info"}'),
+            bp.SessionInput(line=b'{"jsonrpc":"2.0","method":"exit"}'))
+        outputs = list(self.epp.Run(inputs, timeout=20))
+        self.assertEqual([o.response_id for o in outputs], ["41", "42"])
+        for output in outputs:
+            self.assertIn("result", json.loads(output.line), output.line)
+
+    def test_session_refuses_line_parts_past_the_line_limit(self):
+        bp = self.pb["bridge"]
+        parts = [bp.SessionInput(line_part=b"x" * (1 << 20)) for _ in range(9)]
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(self.epp.Run(self.session_inputs(*parts), timeout=20))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("line parts of more than 8388608 bytes", caught.exception.details())
 
 
 if __name__ == "__main__":

@@ -56,7 +56,6 @@ class ShimSession::Call final : public GrpcCallObserver {
   }
 
   BridgeConnection connection;
-  uint64_t serial = 0;
   bool ended = false;
   bool left_by_shim = false;  // cancelled at the drain deadline
   grpc_protocol::Status end_status;
@@ -187,18 +186,13 @@ void ShimSession::FinishOutput(int64_t deadline_ms) {
 
 void ShimSession::ForwardLinePart(std::string_view pending) {
   if (call_ == nullptr || call_->ended) return;  // the line goes whole when it is complete
-  if (parts_sent_bytes_ > 0 && parts_call_serial_ != call_->serial) return;
   if (pending.size() < parts_sent_bytes_ + kLinePartBytes) return;
   const std::string_view part = pending.substr(parts_sent_bytes_);
   call_->transport()->SendMessage(SessionInputLinePartHeader(part.size()), std::string(part));
-  parts_call_serial_ = call_->serial;
   parts_sent_bytes_ = pending.size();
 }
 
 bool ShimSession::HandleLine(FramedLine line) {
-  // Parts of this line sent while it was read, and the call that holds them.
-  const size_t parts_bytes = std::exchange(parts_sent_bytes_, 0);
-  const uint64_t parts_call = parts_call_serial_;
   const LineMeta meta = line.oversized ? ParseLinePrefixMeta(line.data) : ParseLineMeta(line.data);
   const bool is_request = meta.kind == LineMeta::Kind::kRequest;
   const bool is_notification = meta.kind == LineMeta::Kind::kNotification;
@@ -241,10 +235,13 @@ bool ShimSession::HandleLine(FramedLine line) {
       if (!line.oversized) attached_.OnRequest(meta, line.data);
     }
     if (is_notification && meta.method == kExitMethod) exit_sent_ = true;
+    // Bytes of this line that went as parts: they are on this call (RetireCall forgets
+    // parts with the call that had them).
+    const size_t parts_bytes = std::exchange(parts_sent_bytes_, 0);
     if (line.oversized) {
       call_->transport()->SendMessage(
           EncodeOversizedLine(line.data, static_cast<int64_t>(line.length)));
-    } else if (parts_bytes > 0 && parts_call == call_->serial) {
+    } else if (parts_bytes > 0) {
       std::string rest = line.data.substr(parts_bytes);
       std::string header = SessionInputLineHeader(rest.size());
       call_->transport()->SendMessage(std::move(header), std::move(rest));
@@ -281,7 +278,6 @@ bool ShimSession::StartCall(std::string* error) {
   start.shim_pid = static_cast<int32_t>(getpid());
   if (initialized_) start.replay_initialize = initialize_line_;
   in_flight_.clear();
-  call->serial = ++calls_started_;
   call->transport()->SendMessage(EncodeSessionStart(start));
   call_ = std::move(call);
   return true;
@@ -305,6 +301,7 @@ bool ShimSession::RetireCall() {
   const std::string log_path = call_->connection.log_path;
   const bool left_by_shim = call_->left_by_shim;
   call_.reset();  // closes the connection
+  parts_sent_bytes_ = 0;  // the parts of a line being read went with it
 
   const std::string why = status.ok() ? "it ended the session" : status.message;
   const std::string message =

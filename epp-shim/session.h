@@ -126,10 +126,9 @@ class ShimSession {
   bool config_resolved_ = false;
   ResolvedConfig config_;
   std::unique_ptr<Call> call_;
-  uint64_t calls_started_ = 0;  // numbers the calls (Call::serial)
-  // How many first bytes of the line being read went as parts, and on which call.
+  // How many first bytes of the line being read went as parts, on call_ (0 once the call
+  // that had them is retired).
   size_t parts_sent_bytes_ = 0;
-  uint64_t parts_call_serial_ = 0;
   AttachedExecs attached_;
   int64_t last_connect_failure_ms_ = -1;
   std::string last_connect_error_;

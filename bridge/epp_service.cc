@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "bridge/allocator.h"
@@ -44,7 +45,7 @@ class StreamSink final : public epp::LineSink {
 class LineAssembler {
  public:
   // False when the parts alone pass the line limit (a shim never sends that).
-  bool AddPart(std::string part) {
+  bool AddPart(std::string_view part) {
     if (pending_.size() + part.size() > static_cast<size_t>(epp::kMaxLineBytes)) return false;
     if (pending_.empty()) {
       // Long lines tend to come in runs of the same size (files.write chunks): room for
@@ -107,7 +108,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     LineAssembler lines;
     while (!session.exit_requested() && stream->Read(&input)) {
       if (input.kind_case() == SessionInput::kLinePart) {
-        if (!lines.AddPart(std::move(*input.mutable_line_part()))) {
+        if (!lines.AddPart(input.line_part())) {
           protocol_error = "line parts of more than " + std::to_string(epp::kMaxLineBytes) +
                            " bytes without their line";
           break;

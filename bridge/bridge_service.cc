@@ -51,6 +51,8 @@ grpc::Status BridgeService::Stats(grpc::ServerContext*, const abx::opensandbox::
   reply->set_streams_active(counters.streams_active);
   reply->set_peak_rss_bytes(PeakRssBytes());
   reply->set_draining(state_->draining());
+  reply->set_early_writes_used(counters.early_writes_used);
+  reply->set_early_writes_dropped(counters.early_writes_dropped);
   return grpc::Status::OK;
 }
 

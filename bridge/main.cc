@@ -62,7 +62,8 @@ int Status(const std::string& socket) {
       "{\"socket\":\"%s\",\"pid\":%d,\"build_id\":\"%s\",\"version\":\"%s\",\"uptime_s\":%lld,"
       "\"sessions_active\":%lld,\"sessions_total\":%lld,\"requests_total\":%lld,"
       "\"upstream_requests\":%lld,\"upstream_connections\":%lld,\"cached_sandboxes\":%lld,"
-      "\"streams_active\":%lld,\"peak_rss_bytes\":%lld,\"draining\":%s}\n",
+      "\"streams_active\":%lld,\"peak_rss_bytes\":%lld,\"draining\":%s,"
+      "\"early_writes_used\":%lld,\"early_writes_dropped\":%lld}\n",
       socket.c_str(), reply.pid(), reply.build_id().c_str(), reply.version().c_str(),
       static_cast<long long>(reply.uptime_seconds()),
       static_cast<long long>(reply.sessions_active()),
@@ -72,7 +73,9 @@ int Status(const std::string& socket) {
       static_cast<long long>(reply.upstream_connections()),
       static_cast<long long>(reply.cached_sandboxes()),
       static_cast<long long>(reply.streams_active()),
-      static_cast<long long>(reply.peak_rss_bytes()), reply.draining() ? "true" : "false");
+      static_cast<long long>(reply.peak_rss_bytes()), reply.draining() ? "true" : "false",
+      static_cast<long long>(reply.early_writes_used()),
+      static_cast<long long>(reply.early_writes_dropped()));
   return 0;
 }
 

@@ -152,19 +152,13 @@ std::string Base64Encode(std::string_view in) {
   return out;
 }
 
-std::optional<std::string> Base64Decode(std::string_view in) {
-  // Whole groups of four alphabet characters go through a table into a pre-sized buffer
-  // (files.write moves megabytes through here); at the first byte that is not one
-  // (padding, whitespace, garbage) the bytewise loop below takes over at that group.
+size_t Base64DecodeGroups(std::string_view in, char* o) {
   static const auto kValues = [] {
     std::array<int8_t, 256> values{};
     values.fill(-1);
     for (int i = 0; i < 64; ++i) values[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
     return values;
   }();
-  std::string out;
-  out.resize(in.size() / 4 * 3);
-  char* o = out.data();
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
   size_t i = 0;
 #if defined(__x86_64__)
@@ -182,6 +176,17 @@ std::optional<std::string> Base64Decode(std::string_view in) {
     o[2] = static_cast<char>(v);
     o += 3;
   }
+  return i;
+}
+
+std::optional<std::string> Base64Decode(std::string_view in) {
+  // Whole groups of four alphabet characters go through a table into a pre-sized buffer
+  // (files.write moves megabytes through here); at the first byte that is not one
+  // (padding, whitespace, garbage) the bytewise loop below takes over at that group.
+  std::string out;
+  out.resize(in.size() / 4 * 3);
+  const size_t i = Base64DecodeGroups(in, out.data());
+  char* o = out.data() + i / 4 * 3;
   out.resize(static_cast<size_t>(o - out.data()));
   uint32_t acc = 0;
   int bits = 0, pad = 0;

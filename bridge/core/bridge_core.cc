@@ -71,6 +71,8 @@ std::shared_ptr<Upstream> BridgeCore::UpstreamFor(const ProviderConfig& config) 
 BridgeCore::Counters BridgeCore::counters() const {
   Counters c;
   c.requests_total = requests_total_.load();
+  c.early_writes_used = early_writes_used_.load();
+  c.early_writes_dropped = early_writes_dropped_.load();
   c.upstream_requests = client_->counters().requests_sent.load();
   c.upstream_connections = client_->counters().connections_opened.load();
   c.streams_active = streams_active_.load();

@@ -38,9 +38,12 @@ class BridgeCore {
     int64_t upstream_connections = 0;
     int64_t cached_sandboxes = 0;
     int64_t streams_active = 0;
+    int64_t early_writes_used = 0;
+    int64_t early_writes_dropped = 0;
   };
   Counters counters() const;
   void CountRequest() { ++requests_total_; }
+  void CountEarlyWrite(bool used) { ++(used ? early_writes_used_ : early_writes_dropped_); }
 
   // What the upstreams have cached, one entry per sandbox, server and credential, for
   // `abx-opensandbox-bridge sandboxes` (Bridge.ListCachedSandboxes).
@@ -78,6 +81,8 @@ class BridgeCore {
   std::map<std::string, std::string> credential_labels_;  // by API key
   std::map<std::string, std::string> scope_labels_;       // by CredentialScope()
   std::atomic<int64_t> requests_total_{0};
+  std::atomic<int64_t> early_writes_used_{0};
+  std::atomic<int64_t> early_writes_dropped_{0};
   std::atomic<int64_t> streams_active_{0};
   std::mutex background_mu_;
   std::condition_variable background_cv_;

@@ -7,6 +7,7 @@
 
 #include "bridge/core/json.h"
 #include "bridge/upstream/multipart.h"
+#include "bridge/upstream/upload_body_source.h"
 #include "bridge/upstream/sse_parser.h"
 #include "bridge/upstream/url.h"
 
@@ -245,6 +246,23 @@ Status ExecdClient::Upload(const std::string& path, std::string_view data, int m
   call.body = std::move(body.body);
   call.timeout_ms = std::max<int64_t>(timeout_ms_, 120000);
   auto answer = http_->Send(call, cancel, "write " + path);
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+Status ExecdClient::UploadMade(const std::string& path,
+                               std::shared_ptr<upstream::BodySource> data, int mode,
+                               bool* complete, const CancelToken* cancel) {
+  upstream::UploadFile file;
+  file.path = path;
+  file.mode = mode ? ModeForExecd(mode) : 0;
+  auto body = std::make_shared<upstream::UploadBodySource>(file, std::move(data));
+  HttpCall call = Call("POST", "/files/upload");
+  call.headers.emplace_back("Content-Type", body->content_type());
+  call.body_source = body;
+  call.timeout_ms = std::max<int64_t>(timeout_ms_, 120000);
+  auto answer = http_->Send(call, cancel, "write " + path);
+  *complete = body->complete();
   if (!answer.ok()) return answer.error();
   return OkStatus();
 }

@@ -77,6 +77,11 @@ class ExecdClient {
                                const CancelToken* cancel);
   Status Upload(const std::string& path, std::string_view data, int mode,
                 const CancelToken* cancel);
+  // The same with the file's bytes made while they are sent (upstream/body_source.h).
+  // `*complete` says whether the whole form went out: when it did not, nothing was
+  // written, whatever the error.
+  Status UploadMade(const std::string& path, std::shared_ptr<upstream::BodySource> data,
+                    int mode, bool* complete, const CancelToken* cancel);
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);
   Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);

@@ -76,31 +76,44 @@ Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& p
 Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& path,
                              std::string_view data, std::optional<int> mode, bool append,
                              CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  if (append) {
-    auto existing = execd.Stat(path, cancel);
-    if (existing.ok()) return AppendExisting(execd, path, existing->size, data, mode, cancel);
-    if (existing.error().code != ErrorCode::kNotFound) return existing.error();
-  }
-  Status st = execd.Upload(path, data, mode.value_or(0), cancel);
+  ABX_ASSIGN_OR_RETURN(WriteTarget target, PrepareWrite(sandbox_id, path, mode, append, cancel));
+  if (target.append_existing && data.empty() && !mode) return target.existing_size;
+  Status st = target.execd.Upload(target.upload_path, data, target.upload_mode, cancel);
   if (!st.ok()) return st.error();
-  return static_cast<int64_t>(data.size());
+  return CompleteWrite(target, static_cast<int64_t>(data.size()), mode, cancel);
 }
 
 // execd has no append and no ranged upload: the new bytes go to a file of their own next
 // to the target and a shell in the sandbox appends them. Each append then moves only its
 // own bytes (downloading the file and uploading it whole again made a run of appends
 // quadratic), and `>>` appends in place, so the file keeps its inode, owner and mode.
-Result<int64_t> Files::AppendExisting(ExecdClient& execd, const std::string& path,
-                                      int64_t existing_size, std::string_view data,
-                                      std::optional<int> mode, CancelToken* cancel) {
-  if (data.empty() && !mode) return existing_size;
-  std::random_device random;
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".abx-append-%08x%08x", random(), random());
-  const std::string part = path + suffix;
-  Status st = execd.Upload(part, data, 0600, cancel);
-  if (!st.ok()) return st.error();
+Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std::string& path,
+                                        std::optional<int> mode, bool append,
+                                        CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
+  WriteTarget target{std::move(execd), path, path, mode.value_or(0)};
+  if (append) {
+    auto existing = target.execd.Stat(path, cancel);
+    if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
+    if (existing.ok()) {
+      std::random_device random;
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, ".abx-append-%08x%08x", random(), random());
+      target.upload_path = path + suffix;
+      target.upload_mode = 0600;
+      target.append_existing = true;
+      target.existing_size = existing->size;
+    }
+  }
+  return target;
+}
+
+Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::optional<int> mode,
+                                     CancelToken* cancel) {
+  if (!target.append_existing) return size;
+  ExecdClient& execd = target.execd;
+  const std::string& path = target.path;
+  const std::string& part = target.upload_path;
   std::string script = "cat -- " + ShellQuote(part) + " >> " + ShellQuote(path) +
                        "; rc=$?; rm -f -- " + ShellQuote(part);
   if (mode) {
@@ -110,7 +123,7 @@ Result<int64_t> Files::AppendExisting(ExecdClient& execd, const std::string& pat
   script += "; exit $rc";
   std::optional<int> code;
   std::string stderr_text;
-  st = execd.RunCommand(
+  Status st = execd.RunCommand(
       "{\"command\":" + json::Quote(script) + ",\"background\":false}", cancel,
       kAppendIdleTimeoutMs,
       [&](const ExecdEvent& e) {
@@ -128,7 +141,7 @@ Result<int64_t> Files::AppendExisting(ExecdClient& execd, const std::string& pat
                      "append to " + path + " failed" +
                          (stderr_text.empty() ? std::string() : ": " + stderr_text));
   }
-  return existing_size + static_cast<int64_t>(data.size());
+  return target.existing_size + size;
 }
 
 Result<std::vector<FileEntry>> Files::List(const std::string& sandbox_id, const std::string& path,

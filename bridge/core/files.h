@@ -25,6 +25,16 @@ struct FileEntry {
   std::string modified_at;
 };
 
+// Where a files.write's bytes go, found before they are sent (Files::PrepareWrite).
+struct WriteTarget {
+  ExecdClient execd;
+  std::string path;          // the file written
+  std::string upload_path;   // where the bytes are uploaded: `path`, or a part file
+  int upload_mode = 0;       // the upload's mode (0 = leave as is)
+  bool append_existing = false;  // the part is then added to `path` (CompleteWrite)
+  int64_t existing_size = 0;
+};
+
 struct FileRead {
   std::string data;  // raw bytes
   int64_t offset = 0;
@@ -43,6 +53,13 @@ class Files {
   Result<int64_t> Write(const std::string& sandbox_id, const std::string& path,
                         std::string_view data, std::optional<int> mode, bool append,
                         CancelToken* cancel);
+  // files.write in steps, for bytes uploaded while they still arrive: where they go
+  // (for an append, whether the file exists), the upload to target.upload_path (by the
+  // caller), then what completes it (an append adds the part). Write is the three in one.
+  Result<WriteTarget> PrepareWrite(const std::string& sandbox_id, const std::string& path,
+                                   std::optional<int> mode, bool append, CancelToken* cancel);
+  Result<int64_t> CompleteWrite(WriteTarget& target, int64_t size, std::optional<int> mode,
+                                CancelToken* cancel);
   Result<std::vector<FileEntry>> List(const std::string& sandbox_id, const std::string& path,
                                       int depth, CancelToken* cancel);
   Result<FileEntry> Stat(const std::string& sandbox_id, const std::string& path,
@@ -61,10 +78,6 @@ class Files {
 
  private:
   Result<ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
-  // Appends `data` to a file that exists; returns its new size.
-  Result<int64_t> AppendExisting(ExecdClient& execd, const std::string& path, int64_t existing_size,
-                                 std::string_view data, std::optional<int> mode,
-                                 CancelToken* cancel);
   Upstream* upstream_;
   const ProviderConfig* config_;
 };

@@ -16,6 +16,7 @@ upstream::Request ToRequest(const HttpCall& call) {
   request.url = call.url;
   request.headers = call.headers;
   request.borrowed_body = std::string_view(call.body);
+  request.body_source = call.body_source;
   request.timeout_ms = call.timeout_ms;
   request.idle_timeout_ms = call.idle_timeout_ms;
   request.connect_timeout_ms = call.connect_timeout_ms;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "bridge/core/error.h"
 
 namespace abx::upstream {
+class BodySource;
 class HttpClient;
 }
 
@@ -28,6 +30,8 @@ struct HttpCall {
   std::string url;
   Headers headers;  // may hold secrets: never logged, never in an error
   std::string body;
+  // Instead of `body`: one made while it is sent (upstream/body_source.h); Send only.
+  std::shared_ptr<upstream::BodySource> body_source;
   int64_t timeout_ms = 30000;        // whole exchange (Send)
   int64_t idle_timeout_ms = 30000;   // no byte for this long (Stream)
   int64_t connect_timeout_ms = 5000;

@@ -4,6 +4,7 @@
 #include "bridge/core/files.h"
 #include "bridge/core/json.h"
 #include "bridge/core/utf8.h"
+#include "bridge/epp/early_write.h"
 #include "bridge/epp/jsonrpc.h"
 #include "bridge/epp/methods.h"
 #include "bridge/epp/params.h"
@@ -98,6 +99,21 @@ core::Result<std::string> FilesWrite(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string encoding, Encoding(p));
   ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto append, p.Bool("append"));
+  if (EarlyWrite* early = req.early_write()) {
+    // Its upload started while the line arrived; used only when the whole line is the
+    // request its first bytes promised.
+    ABX_ASSIGN_OR_RETURN(auto mode_text, p.String("mode"));
+    const WritePrefix& promised = early->prefix();
+    if (encoding == "base64" && promised.sandbox_id == id && promised.path == path &&
+        promised.mode == mode_text && promised.append.value_or(false) == append.value_or(false)) {
+      if (auto written = early->Adopt(data, mode, &req.cancel())) {
+        ABX_ASSIGN_OR_RETURN(int64_t size, std::move(*written));
+        return "{\"path\":" + Quote(path) + ",\"size\":" + std::to_string(size) + "}";
+      }
+    } else {
+      early->Abandon();
+    }
+  }
   std::optional<std::string> decoded;
   if (encoding == "base64") {
     decoded = core::Base64Decode(data);

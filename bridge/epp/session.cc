@@ -6,10 +6,12 @@
 #include "bridge/core/error_mapping.h"
 #include "bridge/core/log.h"
 #include "bridge/core/utf8.h"
+#include "bridge/epp/early_write.h"
 #include "bridge/epp/features.h"
 #include "bridge/epp/jsonrpc.h"
 #include "bridge/epp/methods.h"
 #include "bridge/epp/request_pool.h"
+#include "bridge/epp/write_prefix.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -42,12 +44,18 @@ std::string InitializeResult() {
 }  // namespace
 
 Request::Request(Session* session, std::string id_json, std::string method,
-                 std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params)
+                 std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params,
+                 std::shared_ptr<EarlyWrite> early_write)
     : session_(session),
       id_json_(std::move(id_json)),
       method_(std::move(method)),
       doc_(std::move(doc)),
-      params_(params) {}
+      params_(params),
+      early_write_(std::move(early_write)) {}
+
+Request::~Request() {
+  if (early_write_) early_write_->Abandon();  // after an Adopt: nothing left to drop
+}
 
 const rapidjson::Value& Request::params() const {
   return params_ && params_->IsObject() ? *params_ : EmptyObject();
@@ -104,7 +112,21 @@ Session::~Session() {
   WaitIdle();
 }
 
-void Session::OnLine(std::string line) {
+std::shared_ptr<EarlyWrite> Session::StartEarlyWrite(std::string_view first_bytes) {
+  if (!initialized_ || shutting_down_ || exit_requested_) return nullptr;
+  auto prefix = ReadWritePrefix(first_bytes);
+  if (!prefix) return nullptr;
+  return EarlyWrite::Start(*prefix, core_, upstream_, config_, pool_, first_bytes);
+}
+
+void Session::OnLine(std::string line, std::shared_ptr<EarlyWrite> early_write) {
+  // Every way out but a files.write dispatched with it drops the early write.
+  struct DropUnlessTaken {
+    std::shared_ptr<EarlyWrite>& write;
+    ~DropUnlessTaken() {
+      if (write) write->Abandon();
+    }
+  } drop{early_write};
   std::string id_json;
   auto parsed = ParseEnvelope(std::move(line), &id_json);
   if (!parsed.ok()) {
@@ -152,7 +174,9 @@ void Session::OnLine(std::string line) {
   if (!FindHandler(env.method)) {
     return fail(core::MakeError(core::ErrorCode::kMethodNotFound, "unknown method " + env.method));
   }
-  Dispatch(env.id_json, env.method, env.doc, env.params);
+  std::shared_ptr<EarlyWrite> taken;
+  if (env.method == "files.write") taken = std::move(early_write);
+  Dispatch(env.id_json, env.method, env.doc, env.params, std::move(taken));
 }
 
 void Session::OnOversizedLine(const std::string& prefix, int64_t length) {
@@ -202,8 +226,10 @@ void Session::HandleCancel(const rapidjson::Value* params) {
 }
 
 void Session::Dispatch(std::string id_json, std::string method,
-                       std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params) {
-  auto request = std::make_shared<Request>(this, id_json, std::move(method), std::move(doc), params);
+                       std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params,
+                       std::shared_ptr<EarlyWrite> early_write) {
+  auto request = std::make_shared<Request>(this, id_json, std::move(method), std::move(doc), params,
+                                           std::move(early_write));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++running_;

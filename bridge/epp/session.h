@@ -43,6 +43,7 @@ struct SessionOrigin {
   int shim_pid = 0;
 };
 
+class EarlyWrite;
 class RequestPool;
 class Session;
 
@@ -50,7 +51,9 @@ class Session;
 class Request {
  public:
   Request(Session* session, std::string id_json, std::string method,
-          std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params);
+          std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params,
+          std::shared_ptr<EarlyWrite> early_write = nullptr);
+  ~Request();  // drops an early write its handler did not adopt
 
   const std::string& method() const { return method_; }
   const std::string& id_json() const { return id_json_; }
@@ -69,6 +72,8 @@ class Request {
   // detached, exec.run): end of stdin cancels it.
   void set_attached() { attached_ = true; }
   bool attached() const { return attached_.load(); }
+  // files.write: the upload that started while the line arrived (early_write.h), if any.
+  EarlyWrite* early_write() const { return early_write_.get(); }
   // Sends a notification belonging to this request (exec.output, $/progress …).
   void Notify(std::string_view method, std::string_view params_json);
   // The same for a whole line made with NotificationStart/End (no further copy).
@@ -80,6 +85,7 @@ class Request {
   std::string method_;
   std::shared_ptr<rapidjson::Document> doc_;
   const rapidjson::Value* params_;
+  std::shared_ptr<EarlyWrite> early_write_;
   core::CancelToken cancel_;
   std::atomic<bool> answered_{false};
   std::atomic<bool> attached_{false};
@@ -91,8 +97,12 @@ class Session {
   Session(core::BridgeCore* core, RequestPool* pool, SessionOrigin origin, LineSink* sink);
   ~Session();  // waits for every handler
 
-  // Lines in the order the host wrote them.
-  void OnLine(std::string line);
+  // Lines in the order the host wrote them. `early_write`: the upload that started while
+  // the line arrived; handed to the request if the line is that files.write, else dropped.
+  void OnLine(std::string line, std::shared_ptr<EarlyWrite> early_write = nullptr);
+  // Starts an early write for a line that begins with `first_bytes` (the line's buffer,
+  // which EarlyWrite::Update keeps current); nullptr when there is none to start.
+  std::shared_ptr<EarlyWrite> StartEarlyWrite(std::string_view first_bytes);
   void OnOversizedLine(const std::string& prefix, int64_t length);
   // End of stdin: the host is gone, so the commands it attached to are cancelled
   // (../shared/epp1.md §1); other requests may still finish and be answered.
@@ -116,7 +126,7 @@ class Session {
 
  private:
   void Dispatch(std::string id_json, std::string method, std::shared_ptr<rapidjson::Document> doc,
-                const rapidjson::Value* params);
+                const rapidjson::Value* params, std::shared_ptr<EarlyWrite> early_write = nullptr);
   core::Status Initialize(const rapidjson::Value* params, std::string* result_json);
   void HandleCancel(const rapidjson::Value* params);
   void CancelWhere(bool attached_only);

@@ -171,6 +171,7 @@ class HttpClient::Curl {
   static size_t OnHeader(char* buffer, size_t size, size_t count, void* user);
   static size_t OnBody(char* buffer, size_t size, size_t count, void* user);
   static size_t OnStreamBody(char* buffer, size_t size, size_t count, void* user);
+  static size_t OnReadBody(char* buffer, size_t size, size_t count, void* user);
   static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t uploaded);
   static int OnPrereq(void* user, char*, char*, int, int);
   // curl asks to watch (or forget) a socket: kept in the epoll set.
@@ -269,6 +270,14 @@ size_t HttpClient::Curl::OnStreamBody(char* buffer, size_t size, size_t count, v
   t->last_activity_ms.store(NowMs(), std::memory_order_relaxed);
   if (was_empty) t->cv.notify_all();
   return length;
+}
+
+size_t HttpClient::Curl::OnReadBody(char* buffer, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t got = t->request.body_source->Read(buffer, size * count);
+  if (got == BodySource::kWait) return CURL_READFUNC_PAUSE;  // the source's resume hook wakes it
+  if (got == BodySource::kAbort) return CURL_READFUNC_ABORT;
+  return got;
 }
 
 int HttpClient::Curl::OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t,
@@ -439,6 +448,16 @@ TransportResult<Response> HttpClient::Send(const Request& request, const CancelF
   auto transfer = std::make_shared<Transfer>(request, /*streaming=*/false, 0);
   Transfer& t = *transfer;
   if (cancel != nullptr && cancel->is_set()) return Cancelled(t);
+  if (t.request.body_source != nullptr) {
+    // Resuming a body that waited for bytes: the I/O thread unpauses the transfer.
+    std::weak_ptr<Transfer> weak = transfer;
+    t.request.body_source->SetResume([this, weak] {
+      if (auto resumed = weak.lock()) {
+        resumed->unpause.store(true);
+        Wake();
+      }
+    });
+  }
   {
     // Ends with this block, while no lock is held (see cancel_flag.h).
     CancelFlag::Watch watch(cancel, [this, &t] { StopForCancel(&t); });
@@ -447,6 +466,7 @@ TransportResult<Response> HttpClient::Send(const Request& request, const CancelF
       t.cv.wait(lock, [&] { return t.finished; });
     }
   }
+  if (t.request.body_source != nullptr) t.request.body_source->SetResume(nullptr);
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.result != CURLE_OK || t.stopped_by != StopReason::kNone) return ErrorOf(t);
   Response response;
@@ -473,6 +493,11 @@ TransportResult<StreamSummary> HttpClient::Stream(const Request& request,
                                                   const DataCallback& on_data,
                                                   const CancelFlag* cancel) {
   if (auto invalid = CheckRequest(request)) return *invalid;
+  if (request.body_source != nullptr) {
+    return TransportError{TransportErrorKind::kOther,
+                          request.method + " " + UrlForMessages(request.url) +
+                              ": a made body is sent by Send only", 0};
+  }
   auto transfer = std::make_shared<Transfer>(request, /*streaming=*/true,
                                              std::max<size_t>(options_.stream_queue_bytes, 1));
   Transfer& t = *transfer;
@@ -683,8 +708,14 @@ bool Configure(CURL* easy, const Request& request, bool streaming, const HttpCli
 
   const std::string& method = request.method;
   std::string_view body = request.BodyView();
-  const bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
-  if (method == "HEAD") {
+  const bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH" ||
+                        request.body_source != nullptr;
+  if (request.body_source != nullptr) {
+    // A body of unknown length: read by OnReadBody, sent in chunks. No rewinding: a
+    // made body cannot be made again, so curl fails the call rather than resend it.
+    ABX_SET(CURLOPT_POST, 1L);
+    if (method != "POST") ABX_SET(CURLOPT_CUSTOMREQUEST, method.c_str());
+  } else if (method == "HEAD") {
     ABX_SET(CURLOPT_NOBODY, 1L);
   } else if (method == "GET" && !has_body) {
     ABX_SET(CURLOPT_HTTPGET, 1L);
@@ -713,6 +744,7 @@ bool Configure(CURL* easy, const Request& request, bool streaming, const HttpCli
   // application/x-www-form-urlencoded type for a body sent without one.
   if (!HasHeader(request.headers, "Expect")) ok = ok && append("Expect:");
   if (has_body && !HasHeader(request.headers, "Content-Type")) ok = ok && append("Content-Type:");
+  if (request.body_source != nullptr) ok = ok && append("Transfer-Encoding: chunked");
   *header_list = list;
   if (!ok) {
     *error = "out of memory building the request headers";
@@ -781,6 +813,10 @@ void HttpClient::Run() {
     curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, raw);
     curl_easy_setopt(t->easy, CURLOPT_PREREQFUNCTION, &Curl::OnPrereq);
     curl_easy_setopt(t->easy, CURLOPT_PREREQDATA, raw);
+    if (t->request.body_source != nullptr) {
+      curl_easy_setopt(t->easy, CURLOPT_READFUNCTION, &Curl::OnReadBody);
+      curl_easy_setopt(t->easy, CURLOPT_READDATA, raw);
+    }
     if (t->streaming && !t->request.BodyView().empty()) {
       // Upload progress counts as activity for the idle limit.
       curl_easy_setopt(t->easy, CURLOPT_NOPROGRESS, 0L);
@@ -860,8 +896,9 @@ void HttpClient::Run() {
         } else if (stop != static_cast<int>(StopReason::kNone)) {
           to_stop.push_back(t);
         } else if (t->unpause.exchange(false)) {
-          // May call OnStreamBody at once with the bytes curl held back; curl then asks
-          // for its timer to run now, which the next step does.
+          // May call OnStreamBody at once with the bytes curl held back (or OnReadBody
+          // for more of a made body); curl then asks for its timer to run now, which the
+          // next step does.
           curl_easy_pause(easy, CURLPAUSE_CONT);
         }
       }

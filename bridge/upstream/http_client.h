@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "bridge/upstream/body_source.h"
 #include "bridge/upstream/cancel_flag.h"
 #include "bridge/upstream/header_map.h"
 #include "bridge/upstream/transport_error.h"
@@ -52,6 +53,10 @@ struct Request {
   // Instead of `body`: bytes owned by the caller, which must stay valid until the call
   // returns. For multi-MiB uploads, so they are not copied into the request.
   std::optional<std::string_view> borrowed_body;
+  // Instead of both: a body made while it is sent (body_source.h), with chunked transfer
+  // encoding. Send only; never sent twice, so a connection that turns out dead fails the
+  // call instead of retrying it.
+  std::shared_ptr<BodySource> body_source;
   int64_t timeout_ms = 30000;         // Send: the whole exchange; 0 = none. Not used by Stream.
   int64_t connect_timeout_ms = 5000;  // both; 0 = curl's default (300 s)
   // Stream: fail when no byte was received or sent for this long (counted from the start,

@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -254,6 +255,125 @@ TEST(HttpClientTest, LargeBorrowedUploadIsSentIntact) {
   ASSERT_TRUE(response.ok()) << response.error().message;
   EXPECT_EQ(response->body, std::to_string(data.size()) + " " +
                                 std::to_string(Fnv1a(data.data(), data.size())) + " expect=");
+}
+
+// A body made while it is sent: pieces fed from another thread, the request waiting for
+// each (BodySource::kWait) until the feeder resumes it.
+class FedSource : public BodySource {
+ public:
+  void Feed(std::string piece) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pieces_.push_back(std::move(piece));
+    ResumeLocked();
+  }
+  void End(bool abort) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (abort ? aborted_ : ended_) = true;
+    ResumeLocked();
+  }
+  int waits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waits_;
+  }
+  size_t Read(char* out, size_t size) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return kAbort;
+    if (pieces_.empty()) {
+      if (ended_) return 0;
+      ++waits_;
+      waiting_ = true;
+      return kWait;
+    }
+    std::string& piece = pieces_.front();
+    const size_t n = std::min(size, piece.size());
+    piece.copy(out, n);
+    piece.erase(0, n);
+    if (piece.empty()) pieces_.erase(pieces_.begin());
+    return n;
+  }
+  void SetResume(std::function<void()> resume) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    resume_ = std::move(resume);
+    ResumeLocked();
+  }
+
+ private:
+  void ResumeLocked() {
+    if (waiting_ && resume_) {
+      waiting_ = false;
+      resume_();
+    }
+  }
+  std::mutex mu_;
+  std::vector<std::string> pieces_;
+  bool ended_ = false, aborted_ = false, waiting_ = false;
+  int waits_ = 0;
+  std::function<void()> resume_;
+};
+
+TEST(HttpClientTest, MadeBodyIsSentInChunksAsItIsMade) {
+  TestServer server;
+  server.http().Post("/upload", [](const httplib::Request& request, httplib::Response& response) {
+    response.set_content(std::to_string(request.body.size()) + " " +
+                             std::to_string(Fnv1a(request.body.data(), request.body.size())) +
+                             " " + request.get_header_value("Transfer-Encoding"),
+                         "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  std::string data(6 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = StreamByte(i);
+  auto source = std::make_shared<FedSource>();
+  std::thread feeder([&] {
+    for (size_t at = 0; at < data.size(); at += 1 << 20) {
+      std::this_thread::sleep_for(milliseconds(20));  // the request has to wait for each
+      source->Feed(data.substr(at, 1 << 20));
+    }
+    source->End(/*abort=*/false);
+  });
+  Request request = Get(server.Url("/upload"));
+  request.method = "POST";
+  request.body_source = source;
+  request.headers = {{"Content-Type", "application/octet-stream"}};
+  auto response = client->Send(request, nullptr);
+  feeder.join();
+  ASSERT_TRUE(response.ok()) << response.error().message;
+  EXPECT_EQ(response->body, std::to_string(data.size()) + " " +
+                                std::to_string(Fnv1a(data.data(), data.size())) + " chunked");
+  EXPECT_GE(source->waits(), 3);  // it did wait for pieces, and was resumed each time
+}
+
+TEST(HttpClientTest, AbortedMadeBodyFailsTheRequestAndTheServerHandlesNothing) {
+  TestServer server;
+  std::atomic<int> handled{0};
+  server.http().Post("/upload", [&](const httplib::Request&, httplib::Response& response) {
+    ++handled;
+    response.set_content("ok", "text/plain");
+  });
+  server.Start();
+  auto client = MakeClient();
+  auto source = std::make_shared<FedSource>();
+  source->Feed(std::string(100000, 'x'));
+  std::thread feeder([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    source->End(/*abort=*/true);
+  });
+  Request request = Get(server.Url("/upload"));
+  request.method = "POST";
+  request.body_source = source;
+  auto response = client->Send(request, nullptr);
+  feeder.join();
+  EXPECT_FALSE(response.ok());
+  // The server saw a chunked body without its end: no request to handle.
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(handled.load(), 0);
+  // The client goes on: the next request gets a connection of its own.
+  Request next = Get(server.Url("/upload"));
+  next.method = "POST";
+  next.body = "y";
+  auto answered = client->Send(next, nullptr);
+  ASSERT_TRUE(answered.ok()) << answered.error().message;
+  EXPECT_EQ(answered->body, "ok");
 }
 
 TEST(HttpClientTest, ReusesConnectionsAcrossRequestsAndThreads) {

@@ -1,15 +1,14 @@
 #include "bridge/epp_service.h"
 
-#include <algorithm>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <utility>
 
 #include "bridge/allocator.h"
 #include "bridge/core/log.h"
 #include "bridge/epp/early_write.h"
 #include "bridge/epp/features.h"
+#include "bridge/epp/line_assembler.h"
 #include "bridge/epp/session.h"
 
 namespace abx::bridge {
@@ -39,65 +38,6 @@ class StreamSink final : public epp::LineSink {
   std::mutex mu_;
   grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream_;
   bool broken_ = false;
-};
-
-// Puts a long line back together from the SessionInput.line_parts the shim sent while
-// the host was still writing it and the `line` that ends it. A line whose first part reads
-// as a files.write starts its upload at once (epp/early_write.h); the line then grows
-// under the early write's lock, since its upload reads it meanwhile.
-class LineAssembler {
- public:
-  explicit LineAssembler(epp::Session* session) : session_(session) {}
-  ~LineAssembler() { Drop(); }
-
-  // False when the parts alone pass the line limit (a shim never sends that).
-  bool AddPart(std::string_view part) {
-    if (pending_.size() + part.size() > static_cast<size_t>(epp::kMaxLineBytes)) return false;
-    if (pending_.empty()) {
-      // Long lines tend to come in runs of the same size (files.write chunks): room for
-      // the whole line at once, sized after the last one, spares growing step by step.
-      pending_.reserve(std::min<size_t>(std::max(last_size_ + last_size_ / 8, part.size() * 2),
-                                        static_cast<size_t>(epp::kMaxLineBytes)));
-      pending_.append(part);
-      early_write_ = session_->StartEarlyWrite(pending_);
-      return true;
-    }
-    Grow(part);
-    return true;
-  }
-
-  // The whole line: the parts so far followed by `end`, and its early write if any.
-  std::string Complete(std::string end, std::shared_ptr<epp::EarlyWrite>* early_write) {
-    if (pending_.empty()) return end;
-    Grow(end);
-    last_size_ = pending_.size();
-    if (early_write_) early_write_->LineComplete();
-    *early_write = std::move(early_write_);
-    return std::exchange(pending_, std::string());
-  }
-
-  void Drop() {
-    if (early_write_) early_write_->Abandon();
-    early_write_.reset();
-    pending_ = std::string();
-  }
-
- private:
-  void Grow(std::string_view bytes) {
-    if (!early_write_) {
-      pending_.append(bytes);
-      return;
-    }
-    early_write_->Update([&] {
-      pending_.append(bytes);
-      return std::string_view(pending_);
-    });
-  }
-
-  epp::Session* session_;
-  std::string pending_;
-  size_t last_size_ = 0;
-  std::shared_ptr<epp::EarlyWrite> early_write_;
 };
 
 }  // namespace
@@ -133,7 +73,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
   std::string protocol_error;  // the shim broke the session's rules: the call ends with it
   {
     epp::Session session(&state_->core(), &state_->request_pool(), std::move(origin), &sink);
-    LineAssembler lines(&session);
+    epp::LineAssembler lines(&session);
     while (!session.exit_requested() && stream->Read(&input)) {
       if (input.kind_case() == SessionInput::kLinePart) {
         if (!lines.AddPart(input.line_part())) {

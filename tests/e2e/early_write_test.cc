@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/base64_encode.h"
-#include "tests/e2e/harness.h"
+#include "tests/e2e/files_fixture.h"
 #include "tests/e2e/process.h"
 #include "tests/e2e/runfiles.h"
 
@@ -36,26 +36,9 @@ struct EarlyWrites {
   int64_t dropped = -1;
 };
 
-class EarlyWriteTest : public TestEnv {
+class EarlyWriteTest : public FilesFixture {
  protected:
-  void SetUp() override {
-    TestEnv::SetUp();
-    if (HasFatalFailure()) return;
-    shim_ = StartInitializedShim();
-    ASSERT_NE(shim_, nullptr);
-    sandbox_ = CreateSandbox(shim_);
-    ASSERT_FALSE(sandbox_.empty());
-    MessagePtr made = Call("files.mkdir", JsonObject().Str("path", kDir).Bool("parents", true));
-    ASSERT_NE(made, nullptr);
-    ASSERT_FALSE(made->IsError()) << made->raw;
-  }
-
-  MessagePtr Call(const std::string& method, JsonObject params) {
-    const std::string text = params.Str("sandbox_id", sandbox_).str();
-    MessagePtr response = shim_->Request(method, text, Millis(20000));
-    if (!response) ADD_FAILURE() << "no answer to " << method << " " << Abbreviate(text, 300);
-    return response;
-  }
+  EarlyWriteTest() : FilesFixture(kDir) {}
 
   // A files.write line with sandbox_id and path first, then `before` (members ending in
   // a comma), the data, then `after` (members starting with a comma).
@@ -103,8 +86,6 @@ class EarlyWriteTest : public TestEnv {
   }
 
   static constexpr char kDir[] = "/tmp/e2e-early";
-  EppSession* shim_ = nullptr;
-  std::string sandbox_;
 };
 
 TEST_F(EarlyWriteTest, UploadStartsWhileTheLineArrivesAndWritesTheFile) {

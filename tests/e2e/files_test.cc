@@ -8,36 +8,15 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/base64_encode.h"
-#include "tests/e2e/harness.h"
+#include "tests/e2e/files_fixture.h"
 
 namespace abx::e2e {
 namespace {
 
-class FilesTest : public TestEnv {
+class FilesTest : public FilesFixture {
  protected:
-  void SetUp() override {
-    TestEnv::SetUp();
-    if (HasFatalFailure()) return;
-    shim_ = StartInitializedShim();
-    ASSERT_NE(shim_, nullptr);
-    sandbox_ = CreateSandbox(shim_);
-    ASSERT_FALSE(sandbox_.empty());
-    MessagePtr made = Call("files.mkdir", JsonObject().Str("path", kDir).Bool("parents", true));
-    ASSERT_NE(made, nullptr);
-    ASSERT_FALSE(made->IsError()) << made->raw;
-  }
-
-  // `method` with `params` plus this test's sandbox_id; null on timeout (with a failure).
-  MessagePtr Call(const std::string& method, JsonObject params) {
-    const std::string text = params.Str("sandbox_id", sandbox_).str();
-    MessagePtr response = shim_->Request(method, text, Millis(20000));
-    if (!response) ADD_FAILURE() << "no answer to " << method << " " << Abbreviate(text, 300);
-    return response;
-  }
-
+  FilesTest() : FilesFixture(kDir) {}
   static constexpr char kDir[] = "/tmp/e2e-files";
-  EppSession* shim_ = nullptr;
-  std::string sandbox_;
 };
 
 TEST_F(FilesTest, WriteReadStatListRemove) {

@@ -96,7 +96,9 @@ std::optional<core::Result<int64_t>> EarlyWrite::Adopt(std::string_view data,
   bool same = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // In-situ parsing leaves an unescaped string where it was: the bytes already read.
+    // An in-situ parse leaves the string where it was read, unescaped in place: the
+    // characters before its first escape do not move, and decoding never passed one (it
+    // drops the upload there), so what was sent is what the request holds.
     same = state_ == LineState::kParsing && !dropped_ && mode == mode_ &&
            data.data() == line_ + prefix_.data_begin;
     if (same) {
@@ -117,6 +119,8 @@ std::optional<core::Result<int64_t>> EarlyWrite::Adopt(std::string_view data,
   std::unique_lock<std::mutex> lock(mu_);
   const bool complete = upload_complete_;
   const core::Status status = upload_status_;
+  const int64_t decoded = decoded_;
+  std::optional<core::WriteTarget> target = std::move(target_);
   lock.unlock();
   if (!complete) {
     // Nothing was written (the form never ended). A cancel is the answer; anything else
@@ -128,7 +132,7 @@ std::optional<core::Result<int64_t>> EarlyWrite::Adopt(std::string_view data,
   CountOnce(true);
   if (!status.ok()) return core::Result<int64_t>(status.error());
   core::Files files(upstream_.get(), &config_);
-  return files.CompleteWrite(*target_, decoded_, mode, cancel);
+  return files.CompleteWrite(*target, decoded, mode, cancel);
 }
 
 void EarlyWrite::Abandon() {

@@ -1,6 +1,8 @@
 // Base64 for files.read/files.write (bridge/core/base64.h). Invariants: decoding an
 // encoding gives the bytes back; a text that decodes has as many decoded bytes as its
-// length says, and re-encodes to a text of its length (whitespace aside).
+// length says, and re-encodes to a text of its length (whitespace aside); the groups
+// decoded as text arrives (files.write's early upload) are the longest run of whole
+// alphabet groups, decoded as the whole decoder decodes them.
 
 #include <cstdint>
 #include <string>
@@ -30,6 +32,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                text->size());
     FUZZ_CHECK(abx::core::Base64Encode(*text).size() == stripped.size(),
                "%zu decoded bytes re-encode to another length", text->size());
+  }
+
+  std::string groups(size / 4 * 3, '\0');
+  const size_t used = abx::core::Base64DecodeGroups(bytes, groups.data());
+  FUZZ_CHECK(used % 4 == 0 && used <= size, "%zu characters used of %zu", used, size);
+  auto reference = abx::core::Base64Decode(bytes.substr(0, used));
+  FUZZ_CHECK(reference && *reference == std::string_view(groups).substr(0, used / 4 * 3),
+             "the %zu characters decoded in groups differ from the whole decoder's", used);
+  if (used + 4 <= size) {
+    bool outside = false;
+    for (char c : bytes.substr(used, 4)) {
+      outside |= !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                   c == '+' || c == '/');
+    }
+    FUZZ_CHECK(outside, "decoding in groups stopped at %zu before a whole group", used);
   }
   return 0;
 }

@@ -435,6 +435,24 @@ def plain_seeds():
         write("utf8", "case_%02d" % i, data)
 
 
+def write_prefix_seeds():
+    data = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g"
+    lines = {
+        "plain": '{"jsonrpc":"2.0","id":5,"method":"files.write","params":{"sandbox_id":"s",'
+                 '"path":"/tmp/a.bin","encoding":"base64","data":"' + data,
+        "all_members": '{"jsonrpc":"2.0","id":"w-1","method":"files.write","params":{"sandbox_id":"s",'
+                       '"path":"/a b","encoding":"base64","append":true,"mode":"0640","data":"' + data + '"}}',
+        "reordered": ' { "params" : { "path" : "/p" , "data" : "' + data + '" }, "method" : "files.write" }',
+        "blanks_and_others": '{ "method" : "files.write" , "x" : -1.5e3 , "params" : { "n" : null , '
+                             '"sandbox_id" : "s" , "path" : "/p" , "data" : "' + data,
+        "escape_in_path": '{"method":"files.write","params":{"sandbox_id":"s","path":"/a\\"b","data":"' + data,
+        "nested": '{"method":"files.write","params":{"sandbox_id":"s","path":"/p","x":{"y":[1]},"data":"' + data,
+        "long_path": '{"method":"files.write","params":{"sandbox_id":"s","path":"/\x01\x40a","data":"' + data,
+    }
+    for name, line in lines.items():
+        write("write_prefix", name, line.encode("latin-1"))
+
+
 def varint(value):
     out = b""
     while value >= 0x80:
@@ -503,5 +521,6 @@ if __name__ == "__main__":
     opensandbox_json_seeds()
     plain_seeds()
     shim_wire_seeds()
+    write_prefix_seeds()
     for target in sorted(os.listdir(corpus)):
         print("%-18s %3d seeds" % (target, len(os.listdir(os.path.join(corpus, target)))))

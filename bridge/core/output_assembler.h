@@ -20,14 +20,15 @@ struct OutputChunk {
 
 class OutputAssembler {
  public:
-  // 48 KiB: each chunk becomes one exec.output line and passes through several buffers
-  // (the chunk, the JSON line with its escapes, gRPC's copy of the message) on its way
-  // out, which should come from memory the allocator reuses rather than fresh pages:
-  // faulting those in again for every chunk cost a stream most of its throughput. Under
-  // glibc's malloc, which this size was chosen for, blocks from 64 KiB up were mappings
-  // of their own; jemalloc (bridge/allocator_jemalloc.cc) reuses freed pages of any size
-  // for a while, and the stream did as well with it at this size.
-  explicit OutputAssembler(size_t max_chunk_bytes = 48 << 10) : max_chunk_(max_chunk_bytes) {}
+  // 256 KiB: each chunk becomes one exec.output line, so a bulk stream pays a gRPC
+  // message, a shim write and a host read per chunk, each a thread handover or a system
+  // call. The limit was 48 KiB while the bridge ran on glibc's malloc, whose blocks from
+  // 64 KiB up were fresh mappings faulted in for every chunk; jemalloc
+  // (bridge/allocator_jemalloc.cc) reuses freed pages of any size, and with 256 KiB the
+  // stream went 1.17x faster (three alternating pairs) while the soak's bridge RSS stayed
+  // where it was (docs/PERFORMANCE.md, "Stream"). Chunks are not waited for: what one
+  // network read brought goes out at once, up to this size.
+  explicit OutputAssembler(size_t max_chunk_bytes = 256 << 10) : max_chunk_(max_chunk_bytes) {}
 
   // One stdout/stderr event's `text`.
   void AddLine(OutputStream stream, std::string_view text);

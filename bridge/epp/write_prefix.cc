@@ -1,126 +1,119 @@
 #include "bridge/epp/write_prefix.h"
 
+#include <string>
+
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
 namespace abx::epp {
 namespace {
 
-// A cursor over the prefix. Every read fails (returns false) at anything it does not
-// take, including the prefix's end.
-class Cursor {
+// Follows the request object's members until params' "data" key, and stops the reader
+// there (by returning false); anything that rules the line out stops it too.
+class PrefixHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, PrefixHandler> {
  public:
-  explicit Cursor(std::string_view text) : text_(text) {}
+  bool reached_data() const { return reached_data_; }
+  const WritePrefix& prefix() const { return prefix_; }
 
-  size_t pos() const { return pos_; }
-
-  bool Take(char c) {
-    SkipBlanks();
-    if (pos_ >= text_.size() || text_[pos_] != c) return false;
-    ++pos_;
-    return true;
-  }
-  // A string without escapes or control bytes (the line is checked whole later).
-  bool String(std::string* out) {
-    if (!Take('"')) return false;
-    const size_t begin = pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '\\' || c < 0x20) return false;
-      ++pos_;
+  bool Key(const char* text, rapidjson::SizeType length, bool) {
+    key_.assign(text, length);
+    if (depth_ == 2 && in_params_ && key_ == "data") {
+      reached_data_ = have_sandbox_ && have_path_;
+      return false;
     }
-    if (pos_ >= text_.size()) return false;
-    *out = std::string(text_.substr(begin, pos_ - begin));
-    ++pos_;
     return true;
   }
-  // A number, true, false or null: its text.
-  bool Scalar(std::string* out) {
-    SkipBlanks();
-    const size_t begin = pos_;
-    while (pos_ < text_.size() && (IsWordByte(text_[pos_]))) ++pos_;
-    if (pos_ == begin || pos_ >= text_.size()) return false;  // the end may cut it
-    *out = std::string(text_.substr(begin, pos_ - begin));
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    const std::string value(text, length);
+    if (depth_ == 1 && key_ == "method") is_write_ = value == "files.write";
+    if (depth_ != 2 || !in_params_) return true;
+    if (key_ == "sandbox_id") {
+      prefix_.sandbox_id = value;
+      have_sandbox_ = true;
+    } else if (key_ == "path") {
+      prefix_.path = value;
+      have_path_ = true;
+    } else if (key_ == "mode") {
+      prefix_.mode = value;
+    } else if (key_ == "encoding") {
+      prefix_.encoding = value;
+    } else if (key_ == "append") {
+      return false;  // a type the handler refuses
+    }
     return true;
   }
-  // Any plain value: a string as above or a scalar.
-  bool Value(std::string* out, bool* is_string) {
-    SkipBlanks();
-    *is_string = pos_ < text_.size() && text_[pos_] == '"';
-    return *is_string ? String(out) : Scalar(out);
+  bool Bool(bool value) {
+    if (depth_ != 2 || !in_params_ || key_ != "append") return Other();
+    prefix_.append = value;
+    return true;
   }
-  bool Peek(char c) {
-    SkipBlanks();
-    return pos_ < text_.size() && text_[pos_] == c;
+  // Numbers and null: fine anywhere but as one of the members read above.
+  bool Default() { return Other(); }
+  bool StartObject() {
+    if (depth_ == 1 && key_ == "params") {
+      if (!is_write_) return false;  // not a files.write, or its method comes later
+      in_params_ = true;
+    } else if (depth_ == 2 && in_params_) {
+      if (!Other()) return false;
+    }
+    ++depth_;
+    return true;
+  }
+  bool EndObject(rapidjson::SizeType) {
+    --depth_;
+    return depth_ != 1 || !in_params_;  // params ended without data
+  }
+  bool StartArray() {
+    if (depth_ == 2 && in_params_ && !Other()) return false;
+    if (depth_ == 0) return false;  // not an object
+    ++depth_;
+    return true;
+  }
+  bool EndArray(rapidjson::SizeType) {
+    --depth_;
+    return true;
   }
 
  private:
-  static bool IsWordByte(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
-           c == '.' || c == 'E';
-  }
-  void SkipBlanks() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r' || text_[pos_] == '\n')) {
-      ++pos_;
-    }
+  // Any other value: refused for the members read above (a type the handler refuses;
+  // it answers that), fine for the rest.
+  bool Other() const {
+    if (depth_ != 2 || !in_params_) return true;
+    return key_ != "sandbox_id" && key_ != "path" && key_ != "mode" && key_ != "encoding" &&
+           key_ != "append";
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
+  WritePrefix prefix_;
+  std::string key_;  // the last key read, at whatever depth
+  int depth_ = 0;    // 1 inside the request object, 2 inside params (or another member)
+  bool is_write_ = false;
+  bool in_params_ = false;
+  bool have_sandbox_ = false;
+  bool have_path_ = false;
+  bool reached_data_ = false;
 };
 
-// Reads params' members up to "data"; true with `out` filled when it is reached.
-bool ReadParams(Cursor& in, WritePrefix* out) {
-  if (!in.Take('{')) return false;
-  bool have_sandbox = false, have_path = false;
-  for (bool first = true;; first = false) {
-    if (!first && !in.Take(',')) return false;
-    std::string key, value;
-    bool is_string = false;
-    if (!in.String(&key) || !in.Take(':')) return false;
-    if (key == "data") {
-      if (!have_sandbox || !have_path || !in.Peek('"')) return false;
-      in.Take('"');
-      out->data_begin = in.pos();
-      return true;
-    }
-    if (!in.Value(&value, &is_string)) return false;
-    if (key == "sandbox_id" && is_string) {
-      out->sandbox_id = value;
-      have_sandbox = true;
-    } else if (key == "path" && is_string) {
-      out->path = value;
-      have_path = true;
-    } else if (key == "mode" && is_string) {
-      out->mode = value;
-    } else if (key == "encoding" && is_string) {
-      out->encoding = value;
-    } else if (key == "append" && (value == "true" || value == "false")) {
-      out->append = value == "true";
-    } else if (key == "sandbox_id" || key == "path" || key == "mode" || key == "encoding" ||
-               key == "append") {
-      return false;  // a type the handler refuses: it answers that
-    }
-  }
-}
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 }  // namespace
 
 std::optional<WritePrefix> ReadWritePrefix(std::string_view prefix) {
-  Cursor in(prefix);
-  if (!in.Take('{')) return std::nullopt;
-  bool is_write = false;
-  for (bool first = true;; first = false) {
-    if (!first && !in.Take(',')) return std::nullopt;
-    std::string key, value;
-    bool is_string = false;
-    if (!in.String(&key) || !in.Take(':')) return std::nullopt;
-    if (key == "params") {
-      WritePrefix out;
-      if (!is_write || !ReadParams(in, &out)) return std::nullopt;
-      return out;
-    }
-    if (!in.Value(&value, &is_string)) return std::nullopt;
-    if (key == "method") is_write = is_string && value == "files.write";
-  }
+  rapidjson::MemoryStream stream(prefix.data(), prefix.size());
+  PrefixHandler handler;
+  rapidjson::Reader reader;
+  // Iterative: a prefix of the host's may nest deeply before its data.
+  reader.Parse<rapidjson::kParseIterativeFlag>(stream, handler);
+  if (!handler.reached_data()) return std::nullopt;
+  // The reader stopped just after the "data" key: then ':' and the string's quote.
+  size_t pos = stream.Tell();
+  while (pos < prefix.size() && IsBlank(prefix[pos])) ++pos;
+  if (pos >= prefix.size() || prefix[pos] != ':') return std::nullopt;
+  ++pos;
+  while (pos < prefix.size() && IsBlank(prefix[pos])) ++pos;
+  if (pos >= prefix.size() || prefix[pos] != '"') return std::nullopt;
+  WritePrefix out = handler.prefix();
+  out.data_begin = pos + 1;
+  return out;
 }
 
 }  // namespace abx::epp

@@ -20,10 +20,10 @@ struct WritePrefix {
   size_t data_begin = 0;                // where the characters of `data` begin in the line
 };
 
-// A request object whose "method" is "files.write", read up to the opening quote of its
-// params' "data": the members before it must be plain (strings without escapes, numbers,
-// true, false, null), and params must name sandbox_id and path as strings. nullopt for
-// anything else, or when `prefix` ends before `data` begins.
+// A request object whose "method" comes before its params and is "files.write", read
+// with RapidJSON up to the opening quote of params' "data": params must name sandbox_id
+// and path before it, and they, mode and encoding must be strings and append a boolean.
+// nullopt for anything else, or when `prefix` ends before `data` begins.
 std::optional<WritePrefix> ReadWritePrefix(std::string_view prefix);
 
 }  // namespace abx::epp

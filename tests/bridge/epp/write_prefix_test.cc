@@ -39,6 +39,19 @@ TEST(WritePrefixTest, MembersInAnyOrderWithBlanksAndOthersBetween) {
   EXPECT_EQ(line.substr(prefix->data_begin), kData);
 }
 
+// Strings are read as JSON reads them (escapes undone), and other members may be any
+// JSON, nested or not: the handler's own parse sees the same.
+TEST(WritePrefixTest, EscapesAndNestedMembersBeforeData) {
+  const std::string line =
+      "{\"jsonrpc\":\"2.0\",\"meta\":{\"a\":[1,{\"data\":2}]},\"method\":\"files.write\",\"params\":{"
+      "\"x\":[{\"path\":7}],\"sandbox_id\":\"s\\u0031\",\"path\":\"/a\\\"b\\/c\",\"data\":\"" + kData;
+  auto prefix = ReadWritePrefix(line);
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_EQ(prefix->sandbox_id, "s1");
+  EXPECT_EQ(prefix->path, "/a\"b/c");
+  EXPECT_EQ(line.substr(prefix->data_begin), kData);
+}
+
 TEST(WritePrefixTest, RefusesWhatItCannotBeSureOf) {
   const std::string head = "{\"jsonrpc\":\"2.0\",\"id\":1,";
   const std::string params_ok = "\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"data\":\"" + kData;
@@ -52,13 +65,13 @@ TEST(WritePrefixTest, RefusesWhatItCannotBeSureOf) {
       head + "\"method\":\"files.write\",\"params\":{\"path\":\"/p\",\"data\":\"" + kData,
       head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"data\":\"" + kData,
       head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":7,\"path\":\"/p\",\"data\":\"" + kData,
-      // an escape in a string before data (the line is read as written, not unescaped)
-      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/a\\\"b\",\"data\":\"" + kData,
-      // a nested value before data
-      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"x\":{},\"data\":\"" + kData,
-      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"x\":[1],\"data\":\"" + kData,
+      // a data key only inside another member
+      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"x\":{\"data\":\"" + kData,
+      // params ended before any data
+      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\"},\"data\":\"" + kData,
       // append or mode of a type the handler refuses
       head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"append\":1,\"data\":\"" + kData,
+      head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"append\":\"true\",\"data\":\"" + kData,
       head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"mode\":644,\"data\":\"" + kData,
       // data not a string
       head + "\"method\":\"files.write\",\"params\":{\"sandbox_id\":\"s\",\"path\":\"/p\",\"data\":null}}",

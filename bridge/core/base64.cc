@@ -146,6 +146,8 @@ void AppendBase64(std::string_view in, std::string* out) {
   }
 }
 
+bool IsBase64Character(char c) { return Value(static_cast<unsigned char>(c)) >= 0; }
+
 std::string Base64Encode(std::string_view in) {
   std::string out;
   AppendBase64(in, &out);

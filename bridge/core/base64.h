@@ -17,5 +17,7 @@ std::optional<std::string> Base64Decode(std::string_view text);
 // `text` (no padding, no whitespace) into `out`, which has room for text.size() / 4 * 3
 // bytes; returns the characters used, a multiple of 4. For text that arrives in pieces.
 size_t Base64DecodeGroups(std::string_view text, char* out);
+// A character of the base64 alphabet (padding '=' is not).
+bool IsBase64Character(char c);
 
 }  // namespace abx::core

@@ -8,15 +8,6 @@
 #include "bridge/epp/request_pool.h"
 
 namespace abx::epp {
-namespace {
-
-bool IsBase64Character(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-         c == '/';
-}
-
-}  // namespace
-
 std::shared_ptr<EarlyWrite> EarlyWrite::Start(const WritePrefix& prefix, core::BridgeCore* core,
                                               std::shared_ptr<core::Upstream> upstream,
                                               const core::ProviderConfig& config,
@@ -201,7 +192,7 @@ size_t EarlyWrite::ReadLocked(char* out, size_t size) {
   for (size_t i = next_; i < std::min(end, next_ + 4); ++i) {
     const char c = line_[i];
     if (c == '"') break;  // what follows is the line's, not the string's
-    if (!IsBase64Character(c) && c != '=') {
+    if (!core::IsBase64Character(c) && c != '=') {
       dropped_ = true;
       return kAbort;
     }

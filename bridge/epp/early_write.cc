@@ -8,6 +8,7 @@
 #include "bridge/epp/request_pool.h"
 
 namespace abx::epp {
+
 std::shared_ptr<EarlyWrite> EarlyWrite::Start(const WritePrefix& prefix, core::BridgeCore* core,
                                               std::shared_ptr<core::Upstream> upstream,
                                               const core::ProviderConfig& config,

@@ -45,8 +45,6 @@ void EarlyWrite::CountOnce(bool used) {
   core_->CountEarlyWrite(used);
 }
 
-EarlyWrite::~EarlyWrite() = default;
-
 void EarlyWrite::Upload() {
   core::Files files(upstream_.get(), &config_);
   auto target = files.PrepareWrite(prefix_.sandbox_id, prefix_.path, mode_,

@@ -56,7 +56,6 @@ class EarlyWrite final : public upstream::BodySource,
                                            std::shared_ptr<core::Upstream> upstream,
                                            const core::ProviderConfig& config,
                                            RequestPool* pool, std::string_view line);
-  ~EarlyWrite() override;
 
   const WritePrefix& prefix() const { return prefix_; }
 

@@ -21,14 +21,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// glibc's memmem: on a 4 MiB upload it takes half the time of std::search with a
-// Boyer-Moore-Horspool searcher (0.2 against 0.4 ms, this machine).
-bool Contains(std::string_view haystack, std::string_view needle) {
-  if (needle.size() > haystack.size()) return false;
-  if (needle.empty()) return true;
-  return memmem(haystack.data(), haystack.size(), needle.data(), needle.size()) != nullptr;
-}
-
 // A parameter value for a quoted-string in Content-Disposition, escaped as browsers do
 // (WHATWG form encoding): '"', CR and LF percent-encoded, so no value can end the header.
 // A backslash is encoded too: Go's parser (execd) reads `\"` as an escaped quote, so a
@@ -121,6 +113,14 @@ bool DelimiterEnds(std::string_view body, size_t pos, bool* is_close, size_t* ne
 }
 
 }  // namespace
+
+// glibc's memmem: on a 4 MiB upload it takes half the time of std::search with a
+// Boyer-Moore-Horspool searcher (0.2 against 0.4 ms, this machine).
+bool Contains(std::string_view haystack, std::string_view needle) {
+  if (needle.size() > haystack.size()) return false;
+  if (needle.empty()) return true;
+  return memmem(haystack.data(), haystack.size(), needle.data(), needle.size()) != nullptr;
+}
 
 std::string RandomBoundary() {
   thread_local std::mt19937_64 generator{std::random_device{}()};

@@ -40,6 +40,9 @@ struct MultipartBody {
   std::string body;
 };
 
+// Whether `needle` occurs in `haystack` (how a boundary is checked against the bytes).
+bool Contains(std::string_view haystack, std::string_view needle);
+
 // Makes a fresh random boundary candidate.
 using BoundaryGenerator = std::function<std::string()>;
 std::string RandomBoundary();

@@ -5,14 +5,6 @@
 #include <string_view>
 
 namespace abx::upstream {
-namespace {
-
-bool Holds(std::string_view haystack, std::string_view needle) {
-  return needle.size() <= haystack.size() &&
-         memmem(haystack.data(), haystack.size(), needle.data(), needle.size()) != nullptr;
-}
-
-}  // namespace
 
 UploadBodySource::UploadBodySource(const UploadFile& file, std::shared_ptr<BodySource> data,
                                    const BoundaryGenerator& make_boundary)
@@ -39,7 +31,7 @@ bool UploadBodySource::HoldsDelimiter(const char* data, size_t size) {
   // Across the previous bytes and these: only the first `keep` of these can complete one.
   std::string seam = recent_;
   seam.append(data, std::min(size, keep));
-  if (Holds(seam, delimiter_) || Holds(std::string_view(data, size), delimiter_)) return true;
+  if (Contains(seam, delimiter_) || Contains(std::string_view(data, size), delimiter_)) return true;
   if (size >= keep) {
     recent_.assign(data + size - keep, keep);
   } else {

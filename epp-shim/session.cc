@@ -241,13 +241,10 @@ bool ShimSession::HandleLine(FramedLine line) {
     if (line.oversized) {
       call_->transport()->SendMessage(
           EncodeOversizedLine(line.data, static_cast<int64_t>(line.length)));
-    } else if (parts_bytes > 0) {
-      std::string rest = line.data.substr(parts_bytes);
+    } else {
+      std::string rest = parts_bytes > 0 ? line.data.substr(parts_bytes) : std::move(line.data);
       std::string header = SessionInputLineHeader(rest.size());
       call_->transport()->SendMessage(std::move(header), std::move(rest));
-    } else {
-      std::string header = SessionInputLineHeader(line.data.size());
-      call_->transport()->SendMessage(std::move(header), std::move(line.data));
     }
     return true;
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include <rapidjson/document.h>
+
 #include "bridge/core/error.h"
 
 namespace abx::epp {
@@ -17,6 +19,10 @@ using Handler = core::Result<std::string> (*)(Request&);
 
 // nullptr when the method is not served (then see IsUnsupported).
 Handler FindHandler(std::string_view method);
+
+// Whether a request runs a command the host is attached to, so that end of stdin cancels
+// it (epp1.md §1): exec.run always, exec.start unless `detached` is true.
+bool AttachesHost(std::string_view method, const rapidjson::Value& params);
 
 // Methods of undeclared features (`pty.*`, `code.run`, …): always E8004.
 bool IsUnsupported(std::string_view method);

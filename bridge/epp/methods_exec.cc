@@ -134,9 +134,17 @@ class CollectingSink final : public core::ExecSink {
 
 }  // namespace
 
+bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
+  if (method == "exec.run") return true;
+  if (method != "exec.start") return false;
+  // A `detached` that is not a boolean fails the request in ReadSpec; until then the
+  // command counts as attached, which errs on the side of cancelling.
+  auto detached = params.FindMember("detached");
+  return detached == params.MemberEnd() || !detached->value.IsTrue();
+}
+
 core::Result<std::string> ExecStart(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, true));
-  if (!spec.detached) req.set_attached();
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   NotifyingSink sink(&req);
   core::Status st = exec.Run(spec, &req.cancel(), &sink);
@@ -146,7 +154,6 @@ core::Result<std::string> ExecStart(Request& req) {
 
 core::Result<std::string> ExecRun(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, false));
-  req.set_attached();
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   CollectingSink sink;
   core::Status st = exec.Run(spec, &req.cancel(), &sink);

@@ -51,7 +51,8 @@ Request::Request(Session* session, std::string id_json, std::string method,
       method_(std::move(method)),
       doc_(std::move(doc)),
       params_(params),
-      early_write_(std::move(early_write)) {}
+      early_write_(std::move(early_write)),
+      attached_(AttachesHost(method_, this->params())) {}
 
 Request::~Request() {
   if (early_write_) early_write_->Abandon();  // after an Adopt: nothing left to drop

@@ -68,10 +68,10 @@ class Request {
   bool RespondLine(std::string line);
   bool Fail(const core::Error& error);
   bool answered() const { return answered_.load(); }
-  // Marks a request that follows a command the host is attached to (exec.start without
-  // detached, exec.run): end of stdin cancels it.
-  void set_attached() { attached_ = true; }
-  bool attached() const { return attached_.load(); }
+  // Whether it runs a command the host is attached to (AttachesHost, methods.h): end of
+  // stdin cancels it. Known from the moment it is dispatched, so an end of stdin that
+  // comes before its handler runs still reaches it.
+  bool attached() const { return attached_; }
   // files.write: the upload that started while the line arrived (early_write.h), if any.
   EarlyWrite* early_write() const { return early_write_.get(); }
   // Sends a notification belonging to this request (exec.output, $/progress …).
@@ -88,7 +88,7 @@ class Request {
   std::shared_ptr<EarlyWrite> early_write_;
   core::CancelToken cancel_;
   std::atomic<bool> answered_{false};
-  std::atomic<bool> attached_{false};
+  const bool attached_;
 };
 
 class Session {

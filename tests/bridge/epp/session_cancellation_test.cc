@@ -200,6 +200,57 @@ TEST_F(SessionTest, EndOfInputCancelsOnlyAttachedCommands) {
   ExpectNoSandboxLeft();
 }
 
+// End of stdin right behind the requests, before their handlers have run: the commands
+// they start are cancelled all the same, since whether a request is attached is known
+// when it is dispatched, not when its thread gets to it; the detached one still starts.
+TEST_F(SessionTest, EndOfInputRightAfterTheRequestsStillCancelsThem) {
+  std::string sandbox;
+  std::unique_ptr<InProcessHost> host = HostWithSandbox(&sandbox);
+  ASSERT_NE(host, nullptr);
+  const std::string sleeping = UniqueSleep(306);
+  auto on = JsonObject().Str("sandbox_id", sandbox);
+  std::vector<std::string> runs, starts;
+  for (int k = 0; k < 4; ++k) {
+    runs.push_back(host->Send("exec.run", JsonObject(on).Str("command", sleeping).str()));
+    starts.push_back(host->Send("exec.start", JsonObject(on).Str("command", sleeping).str()));
+  }
+  const std::string detached = host->Send(
+      "exec.start", JsonObject(on).Str("command", "echo detached").Bool("detached", true).str());
+  host->EndOfInput();
+
+  // One deadline for them all, so that a broken build fails in a minute, not in eight.
+  const auto until = Clock::now() + kAnswerTimeout;
+  auto left = [&] {
+    return std::max(Millis(0), std::chrono::duration_cast<Millis>(until - Clock::now()));
+  };
+  for (const std::string& run : runs) {
+    MessagePtr ran = host->sink().WaitResponse(run, left());
+    EXPECT_TRUE(ran && ran->EppCode() == "E8009") << Describe(ran);
+  }
+  for (const std::string& start : starts) {
+    // Cancelled before it reached execd it fails; after, it ends with a cancelled exit.
+    MessagePtr started = host->sink().WaitResponse(start, left());
+    ASSERT_NE(started, nullptr) << start << " never answered";
+    if (started->IsError()) {
+      EXPECT_EQ(started->EppCode(), "E8009") << started->raw;
+      continue;
+    }
+    const std::string exec_id = GetString(started->result(), "exec_id");
+    ExecTrace trace = TraceExec(host->sink(), exec_id, started, left(), Millis(0));
+    ASSERT_NE(trace.exit, nullptr) << Join(trace.problems);
+    EXPECT_TRUE(GetBool(trace.exit->params(), "cancelled")) << trace.exit->raw;
+  }
+  MessagePtr background = host->sink().WaitResponse(detached, kAnswerTimeout);
+  EXPECT_TRUE(background && !GetString(background->result(), "exec_id").empty())
+      << Describe(background);
+  EXPECT_LT(host->DestroySession().count(), 5000);
+  EXPECT_EQ(Join(host->AnswerProblems()), "");
+  EXPECT_EQ(Join(host->sink().Problems()), "");
+  EXPECT_TRUE(GoneWithin(sleeping, Millis(15000)));
+  KillSandbox(sandbox);
+  ExpectNoSandboxLeft();
+}
+
 // $/cancel landing at every moment of a short request's life: before it reaches execd,
 // while its command runs, as it ends, after it answered. Each request is answered once,
 // either with its whole exact result or with E8009; an exec.start answered with an

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <vector>
 
 #include <rapidjson/document.h>
 
@@ -23,7 +24,40 @@ std::string RandomKey() {
   return key;
 }
 
-bool ProcessAlive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+// Every bridge of this run runs the run's private copy of the binary (SetUp), whatever
+// socket it serves: the one the shims are given, or one beside it that a shim of another
+// build started for itself. So they are found by their executable, before the set-up has
+// learnt any pid, and nothing else on the machine can match.
+std::vector<pid_t> BridgesOfThisRun(const BenchContext& ctx) {
+  std::vector<pid_t> pids;
+  const std::string& binary = ctx.options.bridge;
+  // Before the copy is made (a set-up that failed early) this is the caller's binary,
+  // whose bridges are not the run's to stop.
+  if (binary.rfind(ctx.work_dir + "/bin/", 0) != 0) return pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code link_error;
+    const auto exe = std::filesystem::read_symlink(entry.path() / "exe", link_error);
+    if (!link_error && exe == binary) pids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return pids;
+}
+
+// Asks each bridge listening in the work directory to stop, as a user would.
+void StopBridgesBySocket(const BenchContext& ctx) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(ctx.work_dir, ec)) {
+    if (entry.path().extension() != ".sock") continue;
+    Child stop;
+    SpawnOptions spawn;
+    spawn.argv = {ctx.options.bridge, "stop", "--socket", entry.path().string()};
+    spawn.env = CurrentEnvironment({"ABX_", "OPEN_SANDBOX_"});
+    std::string error;
+    if (stop.Spawn(spawn, &error)) stop.Wait(10000);
+  }
+}
 
 }  // namespace
 
@@ -110,17 +144,16 @@ void TearDown(BenchContext& ctx, bool keep_work_dir) {
       s.Close();
     }
   }
-  if (ProcessAlive(ctx.bridge_pid)) {
-    Child stop;
-    SpawnOptions spawn;
-    spawn.argv = {ctx.options.bridge, "stop", "--socket", ctx.socket_path};
-    spawn.env = CurrentEnvironment({"ABX_", "OPEN_SANDBOX_"});
-    std::string error;
-    if (stop.Spawn(spawn, &error)) stop.Wait(10000);
+  // Also after a set-up that failed before it learnt the bridge's pid.
+  if (!ctx.work_dir.empty()) {
+    StopBridgesBySocket(ctx);
+    std::vector<pid_t> left = BridgesOfThisRun(ctx);
     Stopwatch waited;
-    while (ProcessAlive(ctx.bridge_pid) && waited.ElapsedMs() < 5000) usleep(20000);
-    // Only the bridge this run started, by its pid.
-    if (ProcessAlive(ctx.bridge_pid)) kill(ctx.bridge_pid, SIGKILL);
+    while (!left.empty() && waited.ElapsedMs() < 5000) {
+      usleep(20000);
+      left = BridgesOfThisRun(ctx);
+    }
+    for (pid_t pid : left) kill(pid, SIGKILL);
   }
   ctx.fake.Stop();
   if (!keep_work_dir && !ctx.work_dir.empty()) {

@@ -45,6 +45,30 @@ class CancelTest : public TestEnv {
     return "sleep " + std::to_string(seconds) + "." + std::to_string(::getpid()) + "1";
   }
 
+  // After this test's shim has gone: `command` is not among the sandbox's processes, as
+  // another shim lists them. Give the cancel a moment to reach execd first. process.list
+  // walks /proc in the sandbox, and the fake's "sandbox" is this whole host, so the
+  // listing is long and slow here: it gets 30 s.
+  void ExpectNotListed(const std::string& command) {
+    EppSession* other = StartInitializedShim();
+    ASSERT_NE(other, nullptr);
+    MessagePtr connected =
+        other->Request("sandbox.connect", JsonObject().Str("sandbox_id", sandbox_).str());
+    ASSERT_NE(connected, nullptr);
+    ASSERT_FALSE(connected->IsError()) << connected->raw;
+    std::this_thread::sleep_for(Millis(500));
+    MessagePtr listed = other->Request(
+        "process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+    ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
+    ASSERT_FALSE(listed->IsError()) << listed->raw;
+    const rapidjson::Value* processes = Find(listed->result(), "processes");
+    ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
+    for (const rapidjson::Value& process : processes->GetArray()) {
+      EXPECT_EQ(GetString(process, "command").find(command), std::string::npos)
+          << "the attached command outlived its session: " << ToJson(process);
+    }
+  }
+
   EppSession* shim_ = nullptr;
   std::string sandbox_;
   MessagePtr started_;
@@ -168,27 +192,24 @@ TEST_F(CancelTest, EndOfStdinKillsTheAttachedCommand) {
   ASSERT_FALSE(exec_id.empty());
   shim_->CloseStdin();
   ASSERT_TRUE(shim_->WaitExit(Millis(2000)).has_value());
+  ExpectNotListed(command);
+}
 
-  EppSession* other = StartInitializedShim();
-  ASSERT_NE(other, nullptr);
-  MessagePtr connected =
-      other->Request("sandbox.connect", JsonObject().Str("sandbox_id", sandbox_).str());
-  ASSERT_NE(connected, nullptr);
-  ASSERT_FALSE(connected->IsError()) << connected->raw;
-  // Give the cancel a moment to reach execd, then look for the command. process.list
-  // walks /proc in the sandbox, and the fake's "sandbox" is this whole host, so the
-  // listing is long and slow here: it gets 30 s.
-  std::this_thread::sleep_for(Millis(500));
-  MessagePtr listed = other->Request("process.list",
-                                     JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
-  ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
-  ASSERT_FALSE(listed->IsError()) << listed->raw;
-  const rapidjson::Value* processes = Find(listed->result(), "processes");
-  ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
-  for (const rapidjson::Value& process : processes->GetArray()) {
-    EXPECT_EQ(GetString(process, "command").find(command), std::string::npos)
-        << "the attached command outlived its session: " << ToJson(process);
-  }
+// A host that writes its exec.run and closes stdin at once (a one-shot pipe) is gone
+// before the bridge has started the command, which is cancelled all the same: answered
+// E8009 by the bridge (not E8002 by a shim that gave up waiting), and not left running.
+TEST_F(CancelTest, EndOfStdinRightBehindExecRunCancelsIt) {
+  const std::string command = UniqueSleep(33);
+  const int64_t id = shim_->SendRequest(
+      "exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", command).str());
+  shim_->CloseStdin();
+  auto status = shim_->WaitExit(Millis(2000));
+  ASSERT_TRUE(status.has_value()) << "the shim still runs 2 s after end of stdin";
+  EXPECT_TRUE(status->exited && status->code == 0) << status->ToString();
+  MessagePtr answer = shim_->WaitResponse(id, Millis(1000));
+  ASSERT_NE(answer, nullptr) << shim_->Transcript();
+  EXPECT_EQ(answer->EppCode(), "E8009") << answer->raw;
+  ExpectNotListed(command);
 }
 
 }  // namespace

@@ -18,10 +18,7 @@ class CancelTest : public TestEnv {
   void SetUp() override {
     TestEnv::SetUp();
     if (HasFatalFailure()) return;
-    shim_ = StartInitializedShim();
-    ASSERT_NE(shim_, nullptr);
-    sandbox_ = CreateSandbox(shim_);
-    ASSERT_FALSE(sandbox_.empty());
+    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 
   // Starts `command` attached; its request id and exec_id (empty with a failure).

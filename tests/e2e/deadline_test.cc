@@ -147,10 +147,7 @@ class CutStreamTest : public DeadlineTest {
   void SetUp() override {
     DeadlineTest::SetUp();
     if (HasFatalFailure() || IsSkipped()) return;
-    shim_ = StartInitializedShim();
-    ASSERT_NE(shim_, nullptr);
-    sandbox_ = CreateSandbox(shim_);
-    ASSERT_FALSE(sandbox_.empty());
+    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 
   // exec.start of `command` with the stream cut after `events` events; checks that one

@@ -5,10 +5,7 @@ namespace abx::e2e {
 void FilesFixture::SetUp() {
   TestEnv::SetUp();
   if (HasFatalFailure()) return;
-  shim_ = StartInitializedShim();
-  ASSERT_NE(shim_, nullptr);
-  sandbox_ = CreateSandbox(shim_);
-  ASSERT_FALSE(sandbox_.empty());
+  ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   MessagePtr made = Call("files.mkdir", JsonObject().Str("path", dir_).Bool("parents", true));
   ASSERT_NE(made, nullptr);
   ASSERT_FALSE(made->IsError()) << made->raw;

@@ -185,6 +185,13 @@ std::string TestEnv::CreateSandbox(EppSession* shim, const std::string& params_j
   return id;
 }
 
+bool TestEnv::StartShimWithSandbox(EppSession** shim, std::string* sandbox) {
+  *shim = StartInitializedShim();
+  if (!*shim) return false;
+  *sandbox = CreateSandbox(*shim);
+  return !sandbox->empty();
+}
+
 std::string TestEnv::bridge_log_path() const { return socket_dir_ + "/bridge.log"; }
 
 std::optional<int64_t> TestEnv::UpstreamRequestsDuring(const std::function<void()>& action) {

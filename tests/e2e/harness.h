@@ -104,6 +104,9 @@ class TestEnv : public ::testing::Test {
   std::string CreateSandbox(EppSession* shim,
                             const std::string& params_json = R"({"template":"base"})",
                             Millis timeout = Millis(30000));
+  // The set-up many tests share: StartInitializedShim, then CreateSandbox on it. False
+  // (with the test failure those report) when either fails.
+  bool StartShimWithSandbox(EppSession** shim, std::string* sandbox);
 
   const std::string& root_dir() const { return root_dir_; }      // /tmp/abxe-XXXXXX
   const std::string& home_dir() const { return home_dir_; }      // root/home

@@ -52,10 +52,7 @@ class RetryTest : public TestEnv {
     REQUIRE_FAKE("fault switches (/_fake/faults) and request counts (/_fake/stats)");
     TestEnv::SetUp();
     if (HasFatalFailure()) return;
-    shim_ = StartInitializedShim();
-    ASSERT_NE(shim_, nullptr);
-    sandbox_ = CreateSandbox(shim_);
-    ASSERT_FALSE(sandbox_.empty());
+    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 
   Counts Now() {

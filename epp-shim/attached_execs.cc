@@ -7,7 +7,7 @@
 namespace abx {
 namespace {
 
-// How the bridge writes an exec.exit (bridge/epp/jsonrpc.cc NotificationStart and
+// How the bridge writes an exec.exit (bridge/api/epp/jsonrpc.cc NotificationStart and
 // methods_exec.cc ExitJson); the shim only ever talks to a bridge of its own build.
 constexpr char kExitPrefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"exec.exit\",\"params\":{\"exec_id\":";
 

@@ -5,7 +5,7 @@
 // at a time (common/json_text.h, as the bridge does), and the parser then runs without
 // its own byte-by-byte check, scanning string contents 16 bytes at a time with SSE2 (part
 // of every x86-64). That scanning is switched on for this file only, so RapidJSON lives
-// in a namespace of its own here (as in bridge/upstream/sse_parser.cc): its templates
+// in a namespace of its own here (as in bridge/opensandbox/execd_events.cc): its templates
 // must not be merged with the plain ones other files instantiate. Its SSE2 code misreads
 // the control characters 0x1A-0x1F (common/json_text.h): the check above keeps them out
 // of the parser, and string ids are written with AppendJsonQuoted, not its writer.

@@ -1,4 +1,4 @@
-// Base64 for files.read/files.write (bridge/core/base64.h). Invariants: decoding an
+// Base64 for files.read/files.write (bridge/base/base64.h). Invariants: decoding an
 // encoding gives the bytes back; a text that decodes has as many decoded bytes as its
 // length says, and re-encodes to a text of its length (whitespace aside); the groups
 // decoded as text arrives (files.write's early upload) are the longest run of whole
@@ -8,19 +8,19 @@
 #include <string>
 #include <string_view>
 
-#include "bridge/core/base64.h"
+#include "bridge/base/base64.h"
 #include "fuzz/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  const std::string encoded = abx::core::Base64Encode(bytes);
+  const std::string encoded = abx::Base64Encode(bytes);
   FUZZ_CHECK(encoded.size() == (size + 2) / 3 * 4, "%zu bytes encoded to %zu", size,
              encoded.size());
-  auto decoded = abx::core::Base64Decode(encoded);
+  auto decoded = abx::Base64Decode(encoded);
   FUZZ_CHECK(decoded && *decoded == bytes, "%zu bytes do not round-trip", size);
 
   // The same bytes read as base64 text.
-  if (auto text = abx::core::Base64Decode(bytes)) {
+  if (auto text = abx::Base64Decode(bytes)) {
     std::string stripped;
     for (char c : bytes) {
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') stripped += c;
@@ -30,14 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    text->size() == stripped.size() / 4 * 3 - padding,
                "%zu characters (%zu padding) decoded to %zu bytes", stripped.size(), padding,
                text->size());
-    FUZZ_CHECK(abx::core::Base64Encode(*text).size() == stripped.size(),
+    FUZZ_CHECK(abx::Base64Encode(*text).size() == stripped.size(),
                "%zu decoded bytes re-encode to another length", text->size());
   }
 
   std::string groups(size / 4 * 3, '\0');
-  const size_t used = abx::core::Base64DecodeGroups(bytes, groups.data());
+  const size_t used = abx::Base64DecodeGroups(bytes, groups.data());
   FUZZ_CHECK(used % 4 == 0 && used <= size, "%zu characters used of %zu", used, size);
-  auto reference = abx::core::Base64Decode(bytes.substr(0, used));
+  auto reference = abx::Base64Decode(bytes.substr(0, used));
   FUZZ_CHECK(reference && *reference == std::string_view(groups).substr(0, used / 4 * 3),
              "the %zu characters decoded in groups differ from the whole decoder's", used);
   if (used + 4 <= size) {

@@ -62,9 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto parsed = abx::core::ParseConfig(raw);
   if (!parsed.ok()) {
-    const abx::core::Error& error = parsed.error();
+    const abx::Error& error = parsed.error();
     // The field named is the offending one (a provider option may be called "").
-    FUZZ_CHECK(error.code == abx::core::ErrorCode::kInvalidParams &&
+    FUZZ_CHECK(error.code == abx::ErrorCode::kInvalidParams &&
                    (!error.field.empty() || raw.count("")),
                "refused without -32602 and a field: [%s]", Printable(error.message).c_str());
     // Secrets are never validated, so with markers for them the same refusal comes.

@@ -1,6 +1,6 @@
 // The shim and the bridge read the same EPP/1 lines independently: the shim
 // (epp-shim/line_meta.h) to track which requests await an answer, the bridge
-// (bridge/epp/jsonrpc.h) to answer them. When the shim tracks a request under an id,
+// (bridge/api/epp/jsonrpc.h) to answer them. When the shim tracks a request under an id,
 // the bridge's answer must carry that id; otherwise the shim waits for an answer that
 // never comes under that id (and answers it a second time, E8002, if the bridge goes
 // away). Checked on whole lines (ParseLineMeta vs ParseEnvelope) and on the prefixes of
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "bridge/epp/jsonrpc.h"
+#include "bridge/api/epp/jsonrpc.h"
 #include "epp-shim/line_meta.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string answer_id;
   auto envelope = abx::epp::ParseEnvelope(line, &answer_id);
   const bool bridge_says_json =
-      envelope.ok() || envelope.error().code != abx::core::ErrorCode::kParse;
+      envelope.ok() || envelope.error().code != abx::ErrorCode::kParse;
   if (meta.kind == LineMeta::Kind::kRequest) {
     FUZZ_CHECK(meta.id_json == answer_id,
                "the shim tracks [%s] as id [%s]; the bridge answers with id [%s]",

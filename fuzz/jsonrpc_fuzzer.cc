@@ -1,4 +1,4 @@
-// EPP/1 envelopes (bridge/epp/jsonrpc.h) on arbitrary lines. Invariants: a line is
+// EPP/1 envelopes (bridge/api/epp/jsonrpc.h) on arbitrary lines. Invariants: a line is
 // answered -32700 (not JSON) or -32600 (not a request) or accepted, never anything else;
 // the id an answer carries is JSON null, a number or a string; every ErrorLine is one
 // valid JSON-RPC error object; RecoverId on any prefix of a JSON line gives that line's
@@ -13,14 +13,14 @@
 #include <rapidjson/document.h>
 #include <rapidjson/memorystream.h>
 
-#include "bridge/core/error_mapping.h"
-#include "bridge/epp/jsonrpc.h"
+#include "bridge/base/error_codes.h"
+#include "bridge/api/epp/jsonrpc.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 
 namespace {
 
-using abx::core::ErrorCode;
+using abx::ErrorCode;
 using abx::fuzz::Printable;
 
 // Whole text, UTF-8 checked. (Numbers as the bridge reads them: RapidJSON's default
@@ -50,7 +50,7 @@ void CheckIdJson(const std::string& id_json, const char* what) {
              what, Printable(id_json).c_str());
 }
 
-void CheckErrorLine(const std::string& id_json, const abx::core::Error& error) {
+void CheckErrorLine(const std::string& id_json, const abx::Error& error) {
   const std::string line = abx::epp::ErrorLine(id_json, error);
   rapidjson::Document doc;
   // Messages and request ids may hold any byte a server sent; the line is UTF-8 JSON.
@@ -66,14 +66,14 @@ void CheckErrorLine(const std::string& id_json, const abx::core::Error& error) {
              Printable(line).c_str());
   FUZZ_CHECK(doc.HasMember("error") && doc["error"].IsObject() &&
                  doc["error"].HasMember("code") && doc["error"]["code"].IsInt() &&
-                 doc["error"]["code"].GetInt() == abx::core::JsonRpcCode(error.code) &&
+                 doc["error"]["code"].GetInt() == abx::JsonRpcCode(error.code) &&
                  doc["error"].HasMember("message") && doc["error"]["message"].IsString(),
              "ErrorLine error member malformed: [%s]", Printable(line).c_str());
-  const bool has_epp = !abx::core::EppCodeName(error.code).empty();
+  const bool has_epp = !abx::EppCodeName(error.code).empty();
   const auto& e = doc["error"];
   FUZZ_CHECK(!has_epp || (e.HasMember("data") && e["data"].IsObject() &&
                           e["data"].HasMember("epp_code") &&
-                          e["data"]["epp_code"] == abx::core::EppCodeName(error.code).data()),
+                          e["data"]["epp_code"] == abx::EppCodeName(error.code).data()),
              "ErrorLine lacks data.epp_code: [%s]", Printable(line).c_str());
 }
 
@@ -108,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ErrorCode code = parsed.error().code;
     FUZZ_CHECK(code == (is_json ? ErrorCode::kInvalidRequest : ErrorCode::kParse),
                "line [%s] (%s JSON) refused with code %d", Printable(line).c_str(),
-               is_json ? "is" : "not", abx::core::JsonRpcCode(code));
+               is_json ? "is" : "not", abx::JsonRpcCode(code));
     FUZZ_CHECK(is_json || id_json == "null", "unparsable line answered with id [%s]",
                Printable(id_json).c_str());
     CheckErrorLine(id_json, parsed.error());
@@ -126,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // Any error, with whatever bytes a server put in its message or request id.
-  abx::core::Error error;
+  abx::Error error;
   error.code = static_cast<ErrorCode>(cut_seed % (static_cast<int>(ErrorCode::kInvalidParams) + 1));
   error.message = line.substr(0, 200);
   error.request_id = line.size() > 200 ? line.substr(200, 50) : "";

@@ -1,4 +1,4 @@
-// multipart/form-data (bridge/upstream/multipart.h). Three modes, chosen by the first
+// multipart/form-data (bridge/opensandbox/multipart.h). Three modes, chosen by the first
 // byte: (0) a form built from fuzzed parts, with fuzzed (and colliding) boundary
 // candidates, reads back as the same parts; (1) an upload body built from fuzzed files
 // reads back as metadata/file pairs whose JSON names each file's path, owner, group and
@@ -14,13 +14,13 @@
 
 #include <rapidjson/document.h>
 
-#include "bridge/upstream/multipart.h"
+#include "bridge/opensandbox/multipart.h"
 #include "fuzz/check.h"
 
 namespace {
 
 using abx::fuzz::Printable;
-using namespace abx::upstream;
+using namespace abx::opensandbox;
 
 // A boundary the writer can put in its Content-Type unquoted: RFC 2046 boundary
 // characters that are also token characters (RandomBoundary's hex are).

@@ -13,17 +13,19 @@
 
 #include <rapidjson/document.h>
 
-#include "bridge/core/error_mapping.h"
-#include "bridge/core/execd_client.h"
-#include "bridge/core/lifecycle_client.h"
-#include "bridge/epp/jsonrpc.h"
+#include "bridge/base/error_codes.h"
+#include "bridge/opensandbox/error_body.h"
+#include "bridge/opensandbox/execd_client.h"
+#include "bridge/opensandbox/lifecycle_client.h"
+#include "bridge/api/epp/jsonrpc.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 
 namespace {
 
 using abx::fuzz::Printable;
-using namespace abx::core;
+using namespace abx;
+using namespace abx::opensandbox;
 
 void CheckRecord(const SandboxRecord& record, const std::string& body) {
   FUZZ_CHECK(!record.id.empty(), "a sandbox without an id from [%s]", Printable(body).c_str());

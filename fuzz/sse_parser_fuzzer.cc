@@ -1,4 +1,4 @@
-// execd's event streams (bridge/upstream/sse_parser.h) as any server or proxy could send
+// execd's event streams (bridge/opensandbox/execd_events.h) as any server or proxy could send
 // them, delivered in fuzzer-chosen chunks. Invariant: the chunking changes nothing —
 // the same events, the same garbage reports, the same counters and the same stop as
 // when the whole stream arrives at once; and what is held back for an unfinished line
@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "bridge/upstream/sse_parser.h"
+#include "bridge/opensandbox/execd_events.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 
 namespace {
 
 using abx::fuzz::Printable;
-using abx::upstream::ExecdEvent;
-using abx::upstream::SseParser;
+using abx::opensandbox::ExecdEvent;
+using abx::opensandbox::ExecdEventParser;
 
 constexpr char kTooLong[] = "G line longer than the limit ";
 
 std::string Describe(const ExecdEvent& e) {
-  std::string out = e.kind == abx::upstream::ExecdEventKind::kTyped ? "typed" : "untyped";
+  std::string out = e.kind == abx::opensandbox::ExecdEventKind::kTyped ? "typed" : "untyped";
   auto add = [&out](const char* name, const std::string& value) {
     out += std::string(" ") + name + "=" + std::to_string(value.size()) + ":" + value;
   };
@@ -55,13 +55,13 @@ Outcome Run(const std::string& stream, const std::vector<size_t>& cuts, size_t m
             size_t stop_at) {
   Outcome out;
   size_t calls = 0;
-  SseParser parser(
+  ExecdEventParser parser(
       [&](const ExecdEvent& event) {
         out.log.push_back("E " + Describe(event));
         return ++calls != stop_at;
       },
       [&](std::string_view line, std::string_view reason) {
-        FUZZ_CHECK(line.size() <= SseParser::kGarbageExcerptBytes, "garbage excerpt of %zu bytes",
+        FUZZ_CHECK(line.size() <= ExecdEventParser::kGarbageExcerptBytes, "garbage excerpt of %zu bytes",
                    line.size());
         out.log.push_back("G " + std::string(reason) + " " + std::string(line));
         return ++calls != stop_at;
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider provider(data, size);
   const bool small_limit = provider.ConsumeBool();
   const size_t max_line = small_limit ? provider.ConsumeIntegralInRange<size_t>(0, 300)
-                                      : SseParser::kDefaultMaxLineBytes;
+                                      : ExecdEventParser::kDefaultMaxLineBytes;
   const size_t stop_at = provider.ConsumeIntegralInRange<size_t>(0, 8);
   const bool expand = provider.ConsumeBool();
   const std::string raw = provider.ConsumeRandomLengthString(1 << 20);

@@ -1,4 +1,4 @@
-// Time stamps from OpenSandbox (bridge/core/time_util.h). Invariants: a stamp that
+// Time stamps from OpenSandbox (bridge/base/time_util.h). Invariants: a stamp that
 // parses formats to RFC 3339 UTC that parses back to the same instant (within the
 // years RFC 3339 can write); normalising is idempotent; HTTP dates never crash or
 // overflow.
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "bridge/core/time_util.h"
+#include "bridge/base/time_util.h"
 #include "fuzz/check.h"
 
 namespace {
@@ -18,10 +18,10 @@ constexpr int64_t kLastMillis = 253402300799999;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  if (auto millis = abx::core::ParseRfc3339Millis(text)) {
-    const std::string formatted = abx::core::FormatRfc3339Millis(*millis);
+  if (auto millis = abx::ParseRfc3339Millis(text)) {
+    const std::string formatted = abx::FormatRfc3339Millis(*millis);
     if (*millis >= kFirstMillis && *millis <= kLastMillis) {
-      auto again = abx::core::ParseRfc3339Millis(formatted);
+      auto again = abx::ParseRfc3339Millis(formatted);
       FUZZ_CHECK(again && *again == *millis, "[%s] is %lld ms, formatted [%s], read back %lld",
                  Printable(text).c_str(), static_cast<long long>(*millis), formatted.c_str(),
                  again ? static_cast<long long>(*again) : -1LL);
@@ -29,11 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  formatted.c_str());
     }
   }
-  const std::string normalized = abx::core::NormalizeRfc3339(text);
-  FUZZ_CHECK(abx::core::NormalizeRfc3339(normalized) == normalized,
+  const std::string normalized = abx::NormalizeRfc3339(text);
+  FUZZ_CHECK(abx::NormalizeRfc3339(normalized) == normalized,
              "normalising [%s] twice: [%s] then [%s]", Printable(text).c_str(),
              Printable(normalized).c_str(),
-             Printable(abx::core::NormalizeRfc3339(normalized)).c_str());
-  (void)abx::core::ParseHttpDateMillis(text);
+             Printable(abx::NormalizeRfc3339(normalized)).c_str());
+  (void)abx::ParseHttpDateMillis(text);
   return 0;
 }

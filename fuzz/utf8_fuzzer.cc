@@ -1,4 +1,4 @@
-// UTF-8 checks (bridge/core/utf8.h) against a reference decoder written from the
+// UTF-8 checks (bridge/base/utf8.h) against a reference decoder written from the
 // Unicode standard's table of well-formed sequences (Table 3-7). Invariants:
 // IsValidUtf8 agrees with it; ToValidUtf8 always gives valid UTF-8 and keeps valid
 // text as it is; CompleteUtf8Prefix of any cut of valid text lands on a character
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "bridge/core/utf8.h"
+#include "bridge/base/utf8.h"
 #include "fuzz/check.h"
 
 namespace {
@@ -54,10 +54,10 @@ bool ReferenceValid(std::string_view s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const bool valid = abx::core::IsValidUtf8(text);
+  const bool valid = abx::IsValidUtf8(text);
   FUZZ_CHECK(valid == ReferenceValid(text), "IsValidUtf8 says %d for [%s]", valid,
              Printable(text).c_str());
-  const std::string repaired = abx::core::ToValidUtf8(text);
+  const std::string repaired = abx::ToValidUtf8(text);
   FUZZ_CHECK(ReferenceValid(repaired), "ToValidUtf8 of [%s] is [%s]", Printable(text).c_str(),
              Printable(repaired).c_str());
   if (valid) FUZZ_CHECK(repaired == text, "ToValidUtf8 changed valid text");
@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t cut = 0; cut <= repaired.size(); ++cut) {
     if (cut == 64 && repaired.size() > 72) cut = repaired.size() - 8;
     const std::string_view piece = std::string_view(repaired).substr(0, cut);
-    const size_t keep = abx::core::CompleteUtf8Prefix(piece);
+    const size_t keep = abx::CompleteUtf8Prefix(piece);
     FUZZ_CHECK(keep <= cut && cut - keep <= 3 && ReferenceValid(piece.substr(0, keep)) &&
                    (keep == cut || ReferenceSequence(repaired, keep) > cut - keep),
                "CompleteUtf8Prefix of %zu bytes of [%s] keeps %zu", cut,

@@ -1,5 +1,5 @@
 // The first bytes of a files.write line, read before the rest arrives
-// (bridge/epp/write_prefix.h): the host's bytes, read by the bridge while the shim still
+// (bridge/api/epp/write_prefix.h): the host's bytes, read by the bridge while the shim still
 // forwards the line. Invariants: the reading ends at the opening quote of `data`; what
 // follows it never matters (the prefix up to there reads the same); any shorter cut reads
 // as nothing.
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "bridge/epp/write_prefix.h"
+#include "bridge/api/epp/write_prefix.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 

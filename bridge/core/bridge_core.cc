@@ -4,8 +4,6 @@
 #include <thread>
 #include <tuple>
 
-#include "bridge/upstream/http_client.h"
-
 namespace abx::core {
 namespace {
 
@@ -22,14 +20,11 @@ std::string WithoutUserInfo(const std::string& url) {
 }  // namespace
 
 Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
-  std::string error;
-  auto client = upstream::HttpClient::Create(upstream::HttpClientOptions(), &error);
-  if (!client) return MakeError(ErrorCode::kNotInitialized, "HTTP client: " + error);
-  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(client)));
+  ABX_ASSIGN_OR_RETURN(auto http, opensandbox::HttpCaller::Create());
+  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http)));
 }
 
-BridgeCore::BridgeCore(std::unique_ptr<upstream::HttpClient> client)
-    : client_(std::move(client)), http_(std::make_unique<Http>(client_.get())) {}
+BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http) : http_(std::move(http)) {}
 
 BridgeCore::~BridgeCore() {
   std::unique_lock<std::mutex> lock(background_mu_);
@@ -51,11 +46,11 @@ void BridgeCore::RunInBackground(std::function<void()> task) {
   }).detach();
 }
 
-std::shared_ptr<Upstream> BridgeCore::UpstreamFor(const ProviderConfig& config) {
+std::shared_ptr<EndpointCache> BridgeCore::EndpointCacheFor(const ProviderConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = upstreams_[config.CredentialScope()];
   if (!slot) {
-    slot = std::make_shared<Upstream>(http_.get(), config.lifecycle_url, config.api_key);
+    slot = std::make_shared<EndpointCache>(http_.get(), config.lifecycle_url, config.api_key);
     std::string& label = credential_labels_[config.api_key];
     if (label.empty()) {
       label = config.api_key.empty()
@@ -73,8 +68,8 @@ BridgeCore::Counters BridgeCore::counters() const {
   c.requests_total = requests_total_.load();
   c.early_writes_used = early_writes_used_.load();
   c.early_writes_dropped = early_writes_dropped_.load();
-  c.upstream_requests = client_->counters().requests_sent.load();
-  c.upstream_connections = client_->counters().connections_opened.load();
+  c.upstream_requests = http_->requests_sent();
+  c.upstream_connections = http_->connections_opened();
   c.streams_active = streams_active_.load();
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [scope, upstream] : upstreams_) {
@@ -90,7 +85,7 @@ std::vector<BridgeCore::CachedSandbox> BridgeCore::CachedSandboxes() const {
     const std::string server = WithoutUserInfo(upstream->lifecycle_url());
     auto label = scope_labels_.find(scope);
     std::map<std::string, CachedSandbox> by_id;
-    for (Upstream::CachedEndpoint& endpoint : upstream->CachedEndpoints()) {
+    for (EndpointCache::CachedEndpoint& endpoint : upstream->CachedEndpoints()) {
       CachedSandbox& sandbox = by_id[endpoint.sandbox_id];
       sandbox.sandbox_id = endpoint.sandbox_id;
       sandbox.server = server;

@@ -13,13 +13,9 @@
 #include <vector>
 
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
-#include "bridge/core/http.h"
-#include "bridge/core/upstream.h"
-
-namespace abx::upstream {
-class HttpClient;
-}
+#include "bridge/base/error.h"
+#include "bridge/opensandbox/http_caller.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -29,8 +25,8 @@ class BridgeCore {
   ~BridgeCore();
 
   // The state for the config's server and credential; created on first use, shared after.
-  std::shared_ptr<Upstream> UpstreamFor(const ProviderConfig& config);
-  Http& http() { return *http_; }
+  std::shared_ptr<EndpointCache> EndpointCacheFor(const ProviderConfig& config);
+  opensandbox::HttpCaller& http() { return *http_; }
 
   struct Counters {
     int64_t requests_total = 0;
@@ -51,7 +47,7 @@ class BridgeCore {
     std::string sandbox_id;
     std::string server;      // the lifecycle URL, user info removed
     std::string credential;  // "credential N" (first-seen order of API keys): never the key
-    std::vector<Upstream::CachedEndpoint> endpoints;
+    std::vector<EndpointCache::CachedEndpoint> endpoints;
   };
   std::vector<CachedSandbox> CachedSandboxes() const;
 
@@ -71,11 +67,10 @@ class BridgeCore {
   };
 
  private:
-  BridgeCore(std::unique_ptr<upstream::HttpClient> client);
-  std::unique_ptr<upstream::HttpClient> client_;
-  std::unique_ptr<Http> http_;
+  explicit BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http);
+  std::unique_ptr<opensandbox::HttpCaller> http_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Upstream>> upstreams_;  // by CredentialScope()
+  std::map<std::string, std::shared_ptr<EndpointCache>> upstreams_;  // by CredentialScope()
   // A label per API key, numbered as keys are first seen; the same key on two servers
   // gets one label. Only the label ever leaves the bridge.
   std::map<std::string, std::string> credential_labels_;  // by API key

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "bridge/core/json.h"
+#include "bridge/base/json.h"
 
 namespace abx::core {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/error.h"
+#include "bridge/base/error.h"
 
 namespace abx::core {
 

@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/json.h"
-#include "bridge/core/log.h"
+#include "bridge/base/json.h"
+#include "bridge/base/log.h"
 #include "bridge/core/shell_quote.h"
-#include "bridge/core/time_util.h"
-#include "bridge/core/utf8.h"
+#include "bridge/base/time_util.h"
+#include "bridge/base/utf8.h"
 
 namespace abx::core {
 namespace {
@@ -96,7 +96,7 @@ std::string CommandBody(const std::string& command, const std::string& cwd, bool
   return body + "}";
 }
 
-Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(ExecdClient& execd,
+Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(opensandbox::ExecdClient& execd,
                                                                       const std::string& user,
                                                                       CancelToken* cancel) {
   uint32_t uid = 0;
@@ -108,10 +108,10 @@ Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(ExecdClie
       CommandBody("id -u -- " + ShellQuote(user) + " && id -g -- " + ShellQuote(user), "", false,
                   10000, std::nullopt, std::nullopt, {}),
       cancel, kStreamIdleTimeoutMs,
-      [&](const ExecdEvent& e) {
+      [&](const opensandbox::ExecdEvent& e) {
         if (e.type == "stdout") out += e.text + "\n";
         if (e.type == "execution_complete") code = 0;
-        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        if (e.type == "error") code = std::atoi(e.error_value().c_str());
         return true;
       },
       [] {});
@@ -176,7 +176,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   };
   Status st = execd->RunCommand(
       body, &watch->abort, kStreamIdleTimeoutMs,
-      [&](const ExecdEvent& e) {
+      [&](const opensandbox::ExecdEvent& e) {
         if (e.type == "init") {
           if (started) return true;
           exec_id = e.text;
@@ -189,7 +189,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
             // stream is abandoned after a grace period instead of hanging.
             // The interrupt may outlive this request (a cancel as the session ends):
             // it runs as the core's own background work, which the core waits for.
-            ExecdClient interrupter = *execd;
+            opensandbox::ExecdClient interrupter = *execd;
             BridgeCore* core = core_;
             cancel->OnCancel([watch, interrupter, exec_id, core]() mutable {
               if (watch->Done()) return;  // the command already ended
@@ -213,9 +213,9 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
         } else if (e.type == "error") {
           ended = true;
           uint32_t code = 0;
-          const std::string& v = e.error_value;
+          const std::string& v = e.error_value();
           if (v == "-1") {
-            exit.signal = SignalFromTraceback(e.traceback);
+            exit.signal = SignalFromTraceback(e.traceback());
             if (exit.signal.empty()) exit.signal = "SIGKILL";
           } else if (!v.empty() && v[0] != '-' && ParseUint(v, &code)) {
             exit.exit_code = static_cast<int>(code);

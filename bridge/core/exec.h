@@ -10,11 +10,11 @@
 #include <optional>
 #include <string>
 
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
+#include "bridge/base/error.h"
 #include "bridge/core/output_assembler.h"
-#include "bridge/core/upstream.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -53,7 +53,7 @@ class ExecSink {
 
 class Exec {
  public:
-  Exec(BridgeCore* core, Upstream* upstream, const ProviderConfig* config)
+  Exec(BridgeCore* core, EndpointCache* upstream, const ProviderConfig* config)
       : core_(core), upstream_(upstream), config_(config) {}
 
   // Starts the command and, unless detached, follows it to its end. An error return
@@ -72,11 +72,11 @@ class Exec {
                         CancelToken* cancel);
 
  private:
-  Result<std::pair<uint32_t, std::optional<uint32_t>>> ResolveUser(ExecdClient& execd,
+  Result<std::pair<uint32_t, std::optional<uint32_t>>> ResolveUser(opensandbox::ExecdClient& execd,
                                                                    const std::string& user,
                                                                    CancelToken* cancel);
   BridgeCore* core_;
-  Upstream* upstream_;
+  EndpointCache* upstream_;
   const ProviderConfig* config_;
 };
 

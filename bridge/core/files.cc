@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <random>
 
-#include "bridge/core/json.h"
+#include "bridge/base/json.h"
 #include "bridge/core/shell_quote.h"
-#include "bridge/core/time_util.h"
+#include "bridge/base/time_util.h"
 
 namespace abx::core {
 namespace {
@@ -37,7 +37,7 @@ std::string FormatOctalMode(int mode) {
 
 std::optional<int> ParseExecdMode(const std::string& text) { return ParseOctalMode(text); }
 
-FileEntry ToEntry(const FileInfo& info) {
+FileEntry ToEntry(const opensandbox::FileInfo& info) {
   FileEntry e;
   e.path = info.path;
   const size_t slash = info.path.find_last_of('/');
@@ -50,14 +50,14 @@ FileEntry ToEntry(const FileInfo& info) {
   return e;
 }
 
-Result<ExecdClient> Files::Execd(const std::string& sandbox_id, CancelToken* cancel) {
+Result<opensandbox::ExecdClient> Files::Execd(const std::string& sandbox_id, CancelToken* cancel) {
   return upstream_->Execd(sandbox_id, *config_, cancel);
 }
 
 Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& path,
                              int64_t offset, int64_t length, CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(FileInfo info, execd.Stat(path, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
   if (info.type == "directory") {
     return MakeError(ErrorCode::kInvalidState, path + " is a directory");
   }
@@ -90,7 +90,7 @@ Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& p
 Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std::string& path,
                                         std::optional<int> mode, bool append,
                                         CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
   WriteTarget target{std::move(execd), path, path, mode.value_or(0)};
   if (append) {
     auto existing = target.execd.Stat(path, cancel);
@@ -111,7 +111,7 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
 Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::optional<int> mode,
                                      CancelToken* cancel) {
   if (!target.append_existing) return size;
-  ExecdClient& execd = target.execd;
+  opensandbox::ExecdClient& execd = target.execd;
   const std::string& path = target.path;
   const std::string& part = target.upload_path;
   std::string script = "cat -- " + ShellQuote(part) + " >> " + ShellQuote(path) +
@@ -126,10 +126,10 @@ Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::opt
   Status st = execd.RunCommand(
       "{\"command\":" + json::Quote(script) + ",\"background\":false}", cancel,
       kAppendIdleTimeoutMs,
-      [&](const ExecdEvent& e) {
+      [&](const opensandbox::ExecdEvent& e) {
         if (e.type == "stderr" && stderr_text.size() < 1024) stderr_text += e.text + "\n";
         if (e.type == "execution_complete") code = 0;
-        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        if (e.type == "error") code = std::atoi(e.error_value().c_str());
         return !code.has_value();
       },
       [] {});
@@ -146,23 +146,23 @@ Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::opt
 
 Result<std::vector<FileEntry>> Files::List(const std::string& sandbox_id, const std::string& path,
                                            int depth, CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(std::vector<FileInfo> infos, execd.ListDirectory(path, depth, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> infos, execd.ListDirectory(path, depth, cancel));
   std::vector<FileEntry> entries;
-  for (const FileInfo& info : infos) entries.push_back(ToEntry(info));
+  for (const opensandbox::FileInfo& info : infos) entries.push_back(ToEntry(info));
   return entries;
 }
 
 Result<FileEntry> Files::Stat(const std::string& sandbox_id, const std::string& path,
                               CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(FileInfo info, execd.Stat(path, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
   return ToEntry(info);
 }
 
 Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
                     std::optional<int> mode, bool parents, CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
   if (!parents) {
     std::string parent = path.substr(0, path.find_last_of('/'));
     if (!parent.empty()) {
@@ -175,11 +175,11 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
 
 Status Files::Remove(const std::string& sandbox_id, const std::string& path, bool recursive,
                      CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(FileInfo info, execd.Stat(path, cancel));  // missing: E8005
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));  // missing: E8005
   if (info.type != "directory") return execd.RemoveFile(path, cancel);
   if (!recursive) {
-    ABX_ASSIGN_OR_RETURN(std::vector<FileInfo> children, execd.ListDirectory(path, 1, cancel));
+    ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> children, execd.ListDirectory(path, 1, cancel));
     if (!children.empty()) {
       return MakeError(ErrorCode::kInvalidState,
                        path + " is a directory that is not empty; pass recursive to remove it");
@@ -190,27 +190,27 @@ Status Files::Remove(const std::string& sandbox_id, const std::string& path, boo
 
 Status Files::Move(const std::string& sandbox_id, const std::string& from, const std::string& to,
                    CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
   return execd.Move(from, to, cancel);
 }
 
 Result<std::vector<std::string>> Files::Search(const std::string& sandbox_id,
                                                const std::string& path, const std::string& pattern,
                                                CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(std::vector<FileInfo> infos, execd.Search(path, pattern, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> infos, execd.Search(path, pattern, cancel));
   std::vector<std::string> matches;
-  for (const FileInfo& info : infos) matches.push_back(info.path);
+  for (const opensandbox::FileInfo& info : infos) matches.push_back(info.path);
   return matches;
 }
 
 Status Files::Chmod(const std::string& sandbox_id, const std::string& path,
                     std::optional<int> mode, const std::string& owner, const std::string& group,
                     CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, Execd(sandbox_id, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
   if (!mode) {
     // execd needs a mode with every change; keep the current one.
-    ABX_ASSIGN_OR_RETURN(FileInfo info, execd.Stat(path, cancel));
+    ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
     mode = ParseExecdMode(info.mode);
   }
   return execd.SetPermissions(path, mode.value_or(0644), owner, group, cancel);

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
-#include "bridge/core/upstream.h"
+#include "bridge/base/error.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -27,7 +27,7 @@ struct FileEntry {
 
 // Where a files.write's bytes go, found before they are sent (Files::PrepareWrite).
 struct WriteTarget {
-  ExecdClient execd;
+  opensandbox::ExecdClient execd;
   std::string path;          // the file written
   std::string upload_path;   // where the bytes are uploaded: `path`, or a part file
   int upload_mode = 0;       // the upload's mode (0 = leave as is)
@@ -44,7 +44,7 @@ struct FileRead {
 
 class Files {
  public:
-  Files(Upstream* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
+  Files(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
   // `length` ≤ 0 or above the cap reads up to the cap.
   Result<FileRead> Read(const std::string& sandbox_id, const std::string& path, int64_t offset,
@@ -77,8 +77,8 @@ class Files {
                const std::string& owner, const std::string& group, CancelToken* cancel);
 
  private:
-  Result<ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
-  Upstream* upstream_;
+  Result<opensandbox::ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
+  EndpointCache* upstream_;
   const ProviderConfig* config_;
 };
 
@@ -88,6 +88,6 @@ std::optional<int> ParseOctalMode(const std::string& text);
 std::string FormatOctalMode(int mode);
 // execd's decimal-written octal ("644", or the number 644) → 0644.
 std::optional<int> ParseExecdMode(const std::string& text);
-FileEntry ToEntry(const FileInfo& info);
+FileEntry ToEntry(const opensandbox::FileInfo& info);
 
 }  // namespace abx::core

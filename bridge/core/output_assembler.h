@@ -24,7 +24,7 @@ class OutputAssembler {
   // message, a shim write and a host read per chunk, each a thread handover or a system
   // call. The limit was 48 KiB while the bridge ran on glibc's malloc, whose blocks from
   // 64 KiB up were fresh mappings faulted in for every chunk; jemalloc
-  // (bridge/allocator_jemalloc.cc) reuses freed pages of any size, and with 256 KiB the
+  // (bridge/daemon/allocator_jemalloc.cc) reuses freed pages of any size, and with 256 KiB the
   // stream went 1.17x faster (three alternating pairs) while the soak's bridge RSS stayed
   // where it was (docs/PERFORMANCE.md, "Stream"). Chunks are not waited for: what one
   // network read brought goes out at once, up to this size.

@@ -1,12 +1,12 @@
 #include "bridge/core/ports.h"
 
-#include "bridge/core/lifecycle_client.h"
+#include "bridge/opensandbox/lifecycle_client.h"
 
 namespace abx::core {
 
 Result<PortUrl> Ports::Url(const std::string& sandbox_id, int port, CancelToken* cancel) {
-  LifecycleClient lifecycle = upstream_->Lifecycle(*config_);
-  ABX_ASSIGN_OR_RETURN(Endpoint endpoint,
+  opensandbox::LifecycleClient lifecycle = upstream_->Lifecycle(*config_);
+  ABX_ASSIGN_OR_RETURN(opensandbox::Endpoint endpoint,
                        lifecycle.GetEndpoint(sandbox_id, port, config_->use_server_proxy, cancel));
   PortUrl out;
   out.url = ExecdBaseUrl(config_->lifecycle_url, endpoint.endpoint);

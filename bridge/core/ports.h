@@ -5,10 +5,10 @@
 #include <map>
 #include <string>
 
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
-#include "bridge/core/upstream.h"
+#include "bridge/base/error.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -19,13 +19,13 @@ struct PortUrl {
 
 class Ports {
  public:
-  Ports(Upstream* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
+  Ports(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
   // `port` is 1…65535 (checked by the caller, which names its own parameter).
   Result<PortUrl> Url(const std::string& sandbox_id, int port, CancelToken* cancel);
 
  private:
-  Upstream* upstream_;
+  EndpointCache* upstream_;
   const ProviderConfig* config_;
 };
 

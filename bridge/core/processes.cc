@@ -47,16 +47,16 @@ std::optional<std::string> NormalizeSignal(const std::string& signal) {
   return std::nullopt;
 }
 
-Result<std::string> Processes::RunCollect(ExecdClient& execd, const std::string& command,
+Result<std::string> Processes::RunCollect(opensandbox::ExecdClient& execd, const std::string& command,
                                           int* exit_code, CancelToken* cancel) {
   std::string out;
   std::optional<int> code;
   Status st = execd.RunCommand(
       CommandBody(command, "", false, 30000, std::nullopt, std::nullopt, {}), cancel, 20000,
-      [&](const ExecdEvent& e) {
+      [&](const opensandbox::ExecdEvent& e) {
         if (e.type == "stdout") out += (e.text == "\n" ? "" : e.text) + "\n";
         if (e.type == "execution_complete") code = 0;
-        if (e.type == "error") code = std::atoi(e.error_value.c_str());
+        if (e.type == "error") code = std::atoi(e.error_value().c_str());
         return e.type != "execution_complete" && e.type != "error";
       },
       [] {});
@@ -68,7 +68,7 @@ Result<std::string> Processes::RunCollect(ExecdClient& execd, const std::string&
 
 Result<std::vector<ProcessInfo>> Processes::List(const std::string& sandbox_id,
                                                  CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
   ABX_ASSIGN_OR_RETURN(std::string out, RunCollect(execd, kListScript, &code, cancel));
   std::vector<ProcessInfo> processes;
@@ -95,7 +95,7 @@ Result<bool> Processes::SignalPid(const std::string& sandbox_id, int pid,
                                   const std::string& signal, CancelToken* cancel) {
   auto name = NormalizeSignal(signal);
   if (!name) return InvalidParams("signal", "unknown signal " + signal);
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
   ABX_ASSIGN_OR_RETURN(std::string out,
                        RunCollect(execd, "kill -s " + *name + " " + std::to_string(pid) + " 2>/dev/null",
@@ -106,7 +106,7 @@ Result<bool> Processes::SignalPid(const std::string& sandbox_id, int pid,
 
 Result<bool> Processes::KillExec(const std::string& sandbox_id, const std::string& exec_id,
                                  CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   auto status = execd.GetStatus(exec_id, cancel);
   if (!status.ok()) return status.error();
   if (!status->running) return false;

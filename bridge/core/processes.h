@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
-#include "bridge/core/upstream.h"
+#include "bridge/base/error.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -25,7 +25,7 @@ struct ProcessInfo {
 
 class Processes {
  public:
-  Processes(Upstream* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
+  Processes(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
   Result<std::vector<ProcessInfo>> List(const std::string& sandbox_id, CancelToken* cancel);
   // Sends `signal` (a name like "TERM"/"SIGTERM" or a number) to a pid.
@@ -36,9 +36,9 @@ class Processes {
                         CancelToken* cancel);
 
  private:
-  Result<std::string> RunCollect(ExecdClient& execd, const std::string& command, int* exit_code,
+  Result<std::string> RunCollect(opensandbox::ExecdClient& execd, const std::string& command, int* exit_code,
                                  CancelToken* cancel);
-  Upstream* upstream_;
+  EndpointCache* upstream_;
   const ProviderConfig* config_;
 };
 

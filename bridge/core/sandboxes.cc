@@ -4,9 +4,9 @@
 #include <chrono>
 #include <thread>
 
-#include "bridge/core/json.h"
-#include "bridge/core/log.h"
-#include "bridge/core/time_util.h"
+#include "bridge/base/json.h"
+#include "bridge/base/log.h"
+#include "bridge/base/time_util.h"
 
 namespace abx::core {
 namespace {
@@ -38,7 +38,7 @@ std::string Sandboxes::TemplateOf(const std::string& image) const {
   return image;
 }
 
-Sandbox Sandboxes::Wrap(SandboxRecord record) const {
+Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record) const {
   Sandbox sandbox;
   sandbox.template_name = TemplateOf(record.image);
   sandbox.record = std::move(record);
@@ -105,7 +105,7 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
     return ready.error();
   }
   auto record = lifecycle_.Get(id, nullptr);
-  SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
+  opensandbox::SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
   if (out.image.empty()) out.image = ResolveImage(spec.template_name);
   return Wrap(std::move(out));
 }

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
-#include "bridge/core/error.h"
-#include "bridge/core/lifecycle_client.h"
-#include "bridge/core/upstream.h"
+#include "bridge/base/error.h"
+#include "bridge/opensandbox/lifecycle_client.h"
+#include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {
 
@@ -30,7 +30,7 @@ struct CreateSpec {
 };
 
 struct Sandbox {
-  SandboxRecord record;
+  opensandbox::SandboxRecord record;
   std::string template_name;
 };
 
@@ -44,7 +44,7 @@ using ProgressFn = std::function<void(const std::string& state, const std::strin
 
 class Sandboxes {
  public:
-  Sandboxes(Upstream* upstream, const ProviderConfig* config)
+  Sandboxes(EndpointCache* upstream, const ProviderConfig* config)
       : upstream_(upstream), config_(config), lifecycle_(upstream->Lifecycle(*config)) {}
 
   // Sandbox once Running and execd answers. On any failure, cancel or ready_timeout the
@@ -72,11 +72,11 @@ class Sandboxes {
  private:
   Status WaitUntilUsable(const std::string& id, std::string state, int64_t deadline_ms,
                          CancelToken* cancel, const ProgressFn& progress);
-  Sandbox Wrap(SandboxRecord record) const;
+  Sandbox Wrap(opensandbox::SandboxRecord record) const;
 
-  Upstream* upstream_;
+  EndpointCache* upstream_;
   const ProviderConfig* config_;
-  LifecycleClient lifecycle_;
+  opensandbox::LifecycleClient lifecycle_;
 };
 
 }  // namespace abx::core

@@ -329,7 +329,7 @@ TEST_F(BridgeOpsTest, BridgeExitsAfterItsIdleTimeoutButNotDuringASession) {
   auto ready = LogEvents(ReadFile(bridge_log_path()), "bridge.ready");
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(GetString(*ready[0], "idle_timeout_s"), "2");
-  // The bridge runs on jemalloc (bridge/allocator.h), but in ASan and TSan builds.
+  // The bridge runs on jemalloc (bridge/daemon/allocator.h), but in ASan and TSan builds.
 #ifdef ABX_BRIDGE_SYSTEM_ALLOCATOR
   EXPECT_EQ(GetString(*ready[0], "allocator"), "C library");
 #else

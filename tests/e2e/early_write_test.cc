@@ -1,5 +1,5 @@
 // files.write whose upload starts while the host still writes the line
-// (bridge/epp/early_write.h), end to end through the real shim and bridge: the file is
+// (bridge/api/epp/early_write.h), end to end through the real shim and bridge: the file is
 // right whichever way the write went, the early upload is used when the line's first bytes
 // name the whole request, and a line that turns out otherwise writes nothing by it.
 // The bridge's `status` counts early writes used and dropped.

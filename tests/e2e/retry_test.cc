@@ -1,5 +1,5 @@
 // Which upstream calls the bridge sends again after a transient failure, and which it
-// never repeats (bridge/core/http.cc: 3 attempts, 100 ms then 300 ms apart, on no
+// never repeats (bridge/opensandbox/http_caller.cc: 3 attempts, 100 ms then 300 ms apart, on no
 // connection / a dropped connection / 502-503-504, only for calls marked idempotent).
 //
 // The failure is made deterministic, not random: the fake reads its fault switches once

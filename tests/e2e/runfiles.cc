@@ -24,7 +24,7 @@ std::string Runfile(const std::string& package, const std::string& name) {
 }
 
 std::string FakeServerBinary() { return Runfile("tests/fake-opensandbox", "fake-opensandbox"); }
-std::string BridgeBinary() { return Runfile("bridge", "abx-opensandbox-bridge"); }
+std::string BridgeBinary() { return Runfile("bridge/daemon", "abx-opensandbox-bridge"); }
 std::string ShimBinary() { return Runfile("epp-shim", "abx-opensandbox-shim"); }
 
 }  // namespace abx::e2e

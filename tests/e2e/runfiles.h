@@ -10,7 +10,7 @@ namespace abx::e2e {
 // /proc/self/exe.runfiles when TEST_SRCDIR is not set).
 std::string Runfile(const std::string& package, const std::string& name);
 std::string FakeServerBinary();  // //tests/fake-opensandbox:fake-opensandbox
-std::string BridgeBinary();      // //bridge:abx-opensandbox-bridge
+std::string BridgeBinary();      // //bridge/daemon:abx-opensandbox-bridge
 std::string ShimBinary();        // //epp-shim:abx-opensandbox-shim
 
 }  // namespace abx::e2e

@@ -10,7 +10,7 @@
 //
 // The fake's own reader rather than cpp-httplib's: that one looks for the delimiter one
 // byte at a time, which was a third of the fake's time on large uploads; this one lets
-// memchr find each CR. Nor the bridge's (bridge/upstream/multipart.h), although they
+// memchr find each CR. Nor the bridge's (bridge/opensandbox/multipart.h), although they
 // share small helpers: a double that reads bodies with the product's own code would
 // accept whatever mistakes that code makes in writing them.
 

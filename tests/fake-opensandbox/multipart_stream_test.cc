@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bridge/upstream/multipart.h"
+#include "bridge/opensandbox/multipart.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -54,7 +54,7 @@ TEST(MultipartStreamTest, ReadsWhatTheBridgeWritesInAnyChunking) {
   for (int round = 0; round < 300; ++round) {
     // Data full of CRs, LFs and dashes, so near-delimiters occur often.
     std::vector<std::string> contents;
-    std::vector<abx::upstream::UploadFile> files;
+    std::vector<abx::opensandbox::UploadFile> files;
     const int count = 1 + static_cast<int>(random() % 3);
     for (int f = 0; f < count; ++f) {
       std::string data(random() % 5000, '\0');
@@ -64,7 +64,7 @@ TEST(MultipartStreamTest, ReadsWhatTheBridgeWritesInAnyChunking) {
     for (int f = 0; f < count; ++f) {
       files.push_back({"/d/file" + std::to_string(f), contents[f], 0644, "", ""});
     }
-    const abx::upstream::MultipartBody body = abx::upstream::BuildUploadBody(files);
+    const abx::opensandbox::MultipartBody body = abx::opensandbox::BuildUploadBody(files);
     EXPECT_EQ(MultipartBoundary(body.content_type), body.boundary);
     std::vector<ReadPart> parts;
     std::string error;
@@ -75,7 +75,7 @@ TEST(MultipartStreamTest, ReadsWhatTheBridgeWritesInAnyChunking) {
     for (int f = 0; f < count; ++f) {
       EXPECT_EQ(parts[2 * f].name, "metadata");
       EXPECT_EQ(parts[2 * f].filename, "metadata");
-      EXPECT_EQ(parts[2 * f].data, abx::upstream::UploadMetadataJson(files[f]));
+      EXPECT_EQ(parts[2 * f].data, abx::opensandbox::UploadMetadataJson(files[f]));
       EXPECT_EQ(parts[2 * f + 1].name, "file");
       EXPECT_EQ(parts[2 * f + 1].filename, "file" + std::to_string(f));
       EXPECT_EQ(parts[2 * f + 1].content_type, "application/octet-stream");

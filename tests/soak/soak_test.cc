@@ -16,7 +16,7 @@
 // gRPC and curl state) is the work in flight: at most kCommandSlots commands' output
 // (each ≤ ~0.3 MB) and one file body per session (≤ ~0.7 MB as base64), and the pages
 // freed in the last ~0.3 s, which the allocator keeps for reuse
-// (bridge/allocator_jemalloc.cc). Both depend on how much work is in flight, not on
+// (bridge/daemon/allocator_jemalloc.cc). Both depend on how much work is in flight, not on
 // time. Medians of thirds smooth that; what is left is noise of a few MiB (measured:
 // within ~1.5 MiB at ~68 MiB). 8 MiB is a dozen large bodies in flight at once; 20%
 // covers the load changing between the thirds (the level follows the throughput). Growth

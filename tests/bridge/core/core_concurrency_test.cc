@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/cancel.h"
+#include "bridge/base/cancel.h"
 #include "bridge/core/config.h"
 #include "bridge/core/exec.h"
 #include "bridge/core/files.h"
@@ -37,7 +37,7 @@ using Millis = std::chrono::milliseconds;
 // One typed call's state, as TypedCall::Begin makes it.
 struct Call {
   ProviderConfig config;
-  std::shared_ptr<Upstream> upstream;
+  std::shared_ptr<EndpointCache> upstream;
   CancelToken cancel;
 };
 
@@ -80,7 +80,7 @@ class CoreConcurrencyTest : public FakeUpstreamTest {
       return nullptr;
     }
     call->config = std::move(config).value();
-    call->upstream = core()->UpstreamFor(call->config);
+    call->upstream = core()->EndpointCacheFor(call->config);
     return call;
   }
 
@@ -120,7 +120,7 @@ std::string SeqOutput(int n) {
 TEST_F(CoreConcurrencyTest, TypedCallsOnManyThreadsShareOneCoreAndKeepCredentialsApart) {
   constexpr int kCallers = 10;
   const std::string suite = "core-" + std::to_string(::getpid());
-  std::vector<std::shared_ptr<Upstream>> upstreams(kCallers);
+  std::vector<std::shared_ptr<EndpointCache>> upstreams(kCallers);
   std::atomic<bool> done{false};
   std::set<std::string> labels_seen;
   std::mutex labels_mu;

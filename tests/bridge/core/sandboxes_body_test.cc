@@ -12,7 +12,7 @@ namespace {
 rapidjson::Document Body(const std::map<std::string, std::string>& raw, const CreateSpec& spec) {
   auto config = ParseConfig(raw);
   EXPECT_TRUE(config.ok());
-  Upstream upstream(nullptr, config->lifecycle_url, config->api_key);
+  EndpointCache upstream(nullptr, config->lifecycle_url, config->api_key);
   Sandboxes sandboxes(&upstream, &config.value());
   rapidjson::Document doc;
   doc.Parse(sandboxes.CreateBody(spec).c_str());

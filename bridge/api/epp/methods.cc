@@ -1,0 +1,61 @@
+#include "bridge/api/epp/methods.h"
+
+#include <utility>
+
+namespace abx::epp {
+namespace {
+
+constexpr std::pair<std::string_view, Handler> kHandlers[] = {
+    {"sandbox.create", SandboxCreate},
+    {"sandbox.connect", SandboxConnect},
+    {"sandbox.get", SandboxGet},
+    {"sandbox.list", SandboxList},
+    {"sandbox.kill", SandboxKill},
+    {"sandbox.set_timeout", SandboxSetTimeout},
+    {"sandbox.pause", SandboxPause},
+    {"sandbox.resume", SandboxResume},
+    {"exec.start", ExecStart},
+    {"exec.run", ExecRun},
+    {"exec.logs", ExecLogs},
+    {"process.list", ProcessList},
+    {"process.kill", ProcessKill},
+    {"process.signal", ProcessSignal},
+    {"files.read", FilesRead},
+    {"files.write", FilesWrite},
+    {"files.list", FilesList},
+    {"files.stat", FilesStat},
+    {"files.mkdir", FilesMkdir},
+    {"files.remove", FilesRemove},
+    {"files.move", FilesMove},
+    {"files.search", FilesSearch},
+    {"files.chmod", FilesChmod},
+    {"ports.url", PortsUrl},
+    {"provider.info", ProviderInfo},
+    {"provider.doctor", ProviderDoctor},
+};
+
+constexpr std::string_view kUnsupportedPrefixes[] = {"pty.", "templates."};
+constexpr std::string_view kUnsupported[] = {
+    "code.run", "files.watch", "files.upload_url", "files.download_url", "process.stdin",
+};
+
+}  // namespace
+
+Handler FindHandler(std::string_view method) {
+  for (const auto& [name, handler] : kHandlers) {
+    if (name == method) return handler;
+  }
+  return nullptr;
+}
+
+bool IsUnsupported(std::string_view method) {
+  for (std::string_view prefix : kUnsupportedPrefixes) {
+    if (method.substr(0, prefix.size()) == prefix) return true;
+  }
+  for (std::string_view name : kUnsupported) {
+    if (method == name) return true;
+  }
+  return false;
+}
+
+}  // namespace abx::epp

@@ -1,0 +1,58 @@
+#pragma once
+// The method table of EPP/1 (../shared/epp1.md §3): every method this provider serves,
+// and the ones it refuses with E8004 before anything is sent upstream.
+
+#include <string>
+#include <string_view>
+
+#include <rapidjson/document.h>
+
+#include "bridge/base/error.h"
+
+namespace abx::epp {
+
+class Request;
+
+// Returns the result as compact JSON, or an error. A handler that answered early
+// (exec.start answers with its exec_id, then streams) returns anything: it is ignored.
+using Handler = Result<std::string> (*)(Request&);
+
+// nullptr when the method is not served (then see IsUnsupported).
+Handler FindHandler(std::string_view method);
+
+// Whether a request runs a command the host is attached to, so that end of stdin cancels
+// it (epp1.md §1): exec.run always, exec.start unless `detached` is true.
+bool AttachesHost(std::string_view method, const rapidjson::Value& params);
+
+// Methods of undeclared features (`pty.*`, `code.run`, …): always E8004.
+bool IsUnsupported(std::string_view method);
+
+// Handlers, grouped by feature, each in its methods_<feature>.cc.
+Result<std::string> SandboxCreate(Request&);
+Result<std::string> SandboxConnect(Request&);
+Result<std::string> SandboxGet(Request&);
+Result<std::string> SandboxList(Request&);
+Result<std::string> SandboxKill(Request&);
+Result<std::string> SandboxSetTimeout(Request&);
+Result<std::string> SandboxPause(Request&);
+Result<std::string> SandboxResume(Request&);
+Result<std::string> ExecStart(Request&);
+Result<std::string> ExecRun(Request&);
+Result<std::string> ExecLogs(Request&);
+Result<std::string> ProcessList(Request&);
+Result<std::string> ProcessKill(Request&);
+Result<std::string> ProcessSignal(Request&);
+Result<std::string> FilesRead(Request&);
+Result<std::string> FilesWrite(Request&);
+Result<std::string> FilesList(Request&);
+Result<std::string> FilesStat(Request&);
+Result<std::string> FilesMkdir(Request&);
+Result<std::string> FilesRemove(Request&);
+Result<std::string> FilesMove(Request&);
+Result<std::string> FilesSearch(Request&);
+Result<std::string> FilesChmod(Request&);
+Result<std::string> PortsUrl(Request&);
+Result<std::string> ProviderInfo(Request&);
+Result<std::string> ProviderDoctor(Request&);
+
+}  // namespace abx::epp

@@ -1,0 +1,24 @@
+// ports.url
+#include "bridge/core/bridge_core.h"
+#include "bridge/base/json.h"
+#include "bridge/core/ports.h"
+#include "bridge/api/epp/methods.h"
+#include "bridge/api/epp/params.h"
+#include "bridge/api/epp/session.h"
+
+namespace abx::epp {
+
+Result<std::string> PortsUrl(Request& req) {
+  Params p(req.params());
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
+  ABX_ASSIGN_OR_RETURN(auto port, p.Int("port"));
+  if (!port || *port < 1 || *port > 65535) {
+    return InvalidParams("port", "port must be between 1 and 65535");
+  }
+  core::Ports ports(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, static_cast<int>(*port), &req.cancel()));
+  return "{\"url\":" + json::Quote(url.url) + ",\"headers\":" +
+         json::ObjectOfStrings(url.headers) + "}";
+}
+
+}  // namespace abx::epp

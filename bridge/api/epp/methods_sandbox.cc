@@ -1,0 +1,181 @@
+// sandbox.lifecycle, sandbox.timeout, sandbox.pause.
+#include <set>
+
+#include "bridge/core/bridge_core.h"
+#include "bridge/base/json.h"
+#include "bridge/core/sandboxes.h"
+#include "bridge/api/epp/methods.h"
+#include "bridge/api/epp/params.h"
+#include "bridge/api/epp/session.h"
+
+namespace abx::epp {
+namespace {
+
+using json::Quote;
+
+constexpr int kMaxListLimit = 200;
+
+std::string SandboxJson(const core::Sandbox& s) {
+  const opensandbox::SandboxRecord& r = s.record;
+  std::string out = "{\"id\":" + Quote(r.id) + ",\"template\":" + Quote(s.template_name) +
+                    ",\"image\":" + Quote(r.image) + ",\"state\":" + Quote(r.state) +
+                    ",\"reason\":" + Quote(r.reason) + ",\"message\":" + Quote(r.message) +
+                    ",\"created_at\":" + Quote(r.created_at) + ",\"expires_at\":" +
+                    (r.expires_at.empty() ? std::string("null") : Quote(r.expires_at)) +
+                    ",\"metadata\":" + json::ObjectOfStrings(r.metadata) + "}";
+  return out;
+}
+
+// provider_options of one create: only the whitelisted fields (../shared/epp1.md §3),
+// applied over the session's configuration with the same validation.
+Result<core::ProviderConfig> EffectiveConfig(Request& req) {
+  static const std::set<std::string> kAllowed = {
+      "default_image", "image_aliases",     "entrypoint",     "ready_timeout", "registry_username",
+      "registry_password", "network_policy", "platform", "secure_access"};
+  const rapidjson::Value* options = Params(req.params()).Raw("provider_options");
+  if (!options) return req.session().config();
+  if (!options->IsObject()) {
+    return InvalidParams("provider_options", "provider_options must be an object");
+  }
+  std::map<std::string, std::string> raw = req.session().origin().config;
+  for (auto& m : options->GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (!kAllowed.count(key)) {
+      Error e = MakeError(ErrorCode::kUnsupported,
+                                      "provider_options." + key + " is not an option a request may set");
+      e.field = "provider_options." + key;
+      return e;
+    }
+    raw[key] = m.value.IsString() ? std::string(m.value.GetString(), m.value.GetStringLength())
+                                  : json::ToJson(m.value);
+  }
+  auto config = core::ParseConfig(raw);
+  if (!config.ok()) {
+    Error e = config.error();
+    e.field = "provider_options." + e.field;
+    return e;
+  }
+  return config;
+}
+
+}  // namespace
+
+Result<std::string> SandboxCreate(Request& req) {
+  Params p(req.params());
+  ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req));
+  core::CreateSpec spec;
+  ABX_ASSIGN_OR_RETURN(auto template_name, p.String("template"));
+  spec.template_name = template_name.value_or("base");
+  ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
+  if (timeout && *timeout < 0) return InvalidParams("timeout", "timeout must not be negative");
+  spec.timeout_s = timeout;
+  ABX_ASSIGN_OR_RETURN(auto env, p.StringMap("env"));
+  if (env) spec.env = *env;
+  ABX_ASSIGN_OR_RETURN(auto metadata, p.StringMap("metadata"));
+  if (metadata) spec.metadata = *metadata;
+  if (const rapidjson::Value* resources = p.Raw("resources")) {
+    if (!resources->IsObject()) return InvalidParams("resources", "resources must be an object");
+    for (auto& m : resources->GetObject()) {
+      const std::string key = m.name.GetString();
+      if (key != "cpu" && key != "memory") {
+        return MakeError(ErrorCode::kUnsupported, "resources." + key + " is not supported");
+      }
+      std::string value = m.value.IsString() ? m.value.GetString()
+                          : m.value.IsNumber() ? json::ToJson(m.value)
+                                               : "";
+      if (value.empty()) return InvalidParams("resources." + key, "resources." + key + " must be a string or a number");
+      (key == "cpu" ? spec.cpu : spec.memory) = value;
+    }
+  }
+  ABX_ASSIGN_OR_RETURN(auto entrypoint, p.StringArray("entrypoint"));
+  if (entrypoint) {
+    if (entrypoint->empty()) return InvalidParams("entrypoint", "entrypoint must not be empty");
+    spec.entrypoint = *entrypoint;
+  }
+  ABX_ASSIGN_OR_RETURN(auto secure, p.Bool("secure"));
+  spec.secure = secure;
+
+  auto upstream = req.session().core().EndpointCacheFor(config);
+  core::Sandboxes sandboxes(upstream.get(), &config);
+  const std::string id_json = req.id_json();
+  auto sandbox = sandboxes.Create(spec, &req.cancel(), [&](const std::string& state,
+                                                           const std::string& message) {
+    req.Notify("$/progress", "{\"id\":" + id_json + ",\"state\":" + Quote(state) +
+                                 ",\"message\":" + Quote(message) + "}");
+  });
+  if (!sandbox.ok()) return sandbox.error();
+  return SandboxJson(*sandbox);
+}
+
+Result<std::string> SandboxConnect(Request& req) {
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Connect(id, &req.cancel()));
+  return SandboxJson(sandbox);
+}
+
+Result<std::string> SandboxGet(Request& req) {
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Get(id, &req.cancel()));
+  return SandboxJson(sandbox);
+}
+
+Result<std::string> SandboxList(Request& req) {
+  Params p(req.params());
+  ABX_ASSIGN_OR_RETURN(auto states, p.StringArray("state"));
+  ABX_ASSIGN_OR_RETURN(auto metadata, p.StringMap("metadata"));
+  ABX_ASSIGN_OR_RETURN(auto limit, p.Int("limit"));
+  ABX_ASSIGN_OR_RETURN(auto cursor, p.String("cursor"));
+  if (limit && (*limit < 1 || *limit > kMaxListLimit)) {
+    return InvalidParams("limit", "limit must be between 1 and 200");
+  }
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(
+      core::SandboxList list,
+      sandboxes.List(states.value_or(std::vector<std::string>{}),
+                     metadata.value_or(std::map<std::string, std::string>{}),
+                     static_cast<int>(limit.value_or(0)), cursor.value_or(""), &req.cancel()));
+  std::string out = "{\"sandboxes\":[";
+  for (size_t i = 0; i < list.sandboxes.size(); ++i) {
+    if (i) out += ",";
+    out += SandboxJson(list.sandboxes[i]);
+  }
+  out += "],\"next_cursor\":" + (list.next_cursor ? Quote(*list.next_cursor) : std::string("null")) + "}";
+  return out;
+}
+
+Result<std::string> SandboxKill(Request& req) {
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(bool killed, sandboxes.Kill(id, &req.cancel()));
+  return std::string(killed ? "{\"killed\":true}" : "{\"killed\":false}");
+}
+
+Result<std::string> SandboxSetTimeout(Request& req) {
+  Params p(req.params());
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
+  ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
+  if (!timeout || *timeout <= 0) {
+    return InvalidParams("timeout", "timeout (seconds from now) is required and positive");
+  }
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(std::string expires, sandboxes.SetTimeout(id, *timeout, &req.cancel()));
+  return "{\"expires_at\":" + Quote(expires) + "}";
+}
+
+Result<std::string> SandboxPause(Request& req) {
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Pause(id, &req.cancel()));
+  return SandboxJson(sandbox);
+}
+
+Result<std::string> SandboxResume(Request& req) {
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Resume(id, &req.cancel()));
+  return SandboxJson(sandbox);
+}
+
+}  // namespace abx::epp

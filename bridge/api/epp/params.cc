@@ -1,0 +1,101 @@
+#include "bridge/api/epp/params.h"
+
+#include <cmath>
+
+namespace abx::epp {
+namespace {
+
+Error WrongType(const char* key, const char* what) {
+  return InvalidParams(key, std::string(key) + " must be " + what);
+}
+
+}  // namespace
+
+const rapidjson::Value* Params::Raw(const char* key) const {
+  auto it = object_.FindMember(key);
+  if (it == object_.MemberEnd() || it->value.IsNull()) return nullptr;
+  return &it->value;
+}
+
+bool Params::Has(const char* key) const { return Raw(key) != nullptr; }
+
+Result<std::string> Params::RequiredString(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return InvalidParams(key, std::string(key) + " is required");
+  if (!v->IsString()) return WrongType(key, "a string");
+  return std::string(v->GetString(), v->GetStringLength());
+}
+
+Result<std::string_view> Params::RequiredStringView(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return InvalidParams(key, std::string(key) + " is required");
+  if (!v->IsString()) return WrongType(key, "a string");
+  return std::string_view(v->GetString(), v->GetStringLength());
+}
+
+Result<std::optional<std::string>> Params::String(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<std::string>();
+  if (!v->IsString()) return WrongType(key, "a string");
+  return std::optional<std::string>(std::string(v->GetString(), v->GetStringLength()));
+}
+
+Result<std::optional<int64_t>> Params::Int(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<int64_t>();
+  if (v->IsInt64()) return std::optional<int64_t>(v->GetInt64());
+  if (v->IsDouble() && std::floor(v->GetDouble()) == v->GetDouble() &&
+      std::fabs(v->GetDouble()) < 9e15) {
+    return std::optional<int64_t>(static_cast<int64_t>(v->GetDouble()));
+  }
+  return WrongType(key, "an integer");
+}
+
+Result<std::optional<double>> Params::Number(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<double>();
+  if (!v->IsNumber() || !std::isfinite(v->GetDouble())) return WrongType(key, "a number");
+  return std::optional<double>(v->GetDouble());
+}
+
+Result<std::optional<bool>> Params::Bool(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<bool>();
+  if (!v->IsBool()) return WrongType(key, "true or false");
+  return std::optional<bool>(v->GetBool());
+}
+
+Result<std::optional<std::vector<std::string>>> Params::StringArray(const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<std::vector<std::string>>();
+  if (!v->IsArray()) return WrongType(key, "an array of strings");
+  std::vector<std::string> out;
+  for (auto& item : v->GetArray()) {
+    if (!item.IsString()) return WrongType(key, "an array of strings");
+    out.emplace_back(item.GetString(), item.GetStringLength());
+  }
+  return std::optional<std::vector<std::string>>(std::move(out));
+}
+
+Result<std::optional<std::map<std::string, std::string>>> Params::StringMap(
+    const char* key) const {
+  const rapidjson::Value* v = Raw(key);
+  if (!v) return std::optional<std::map<std::string, std::string>>();
+  if (!v->IsObject()) return WrongType(key, "an object of strings");
+  std::map<std::string, std::string> out;
+  for (auto& m : v->GetObject()) {
+    if (!m.value.IsString()) return WrongType(key, "an object of strings");
+    out[std::string(m.name.GetString(), m.name.GetStringLength())] =
+        std::string(m.value.GetString(), m.value.GetStringLength());
+  }
+  return std::optional<std::map<std::string, std::string>>(std::move(out));
+}
+
+Result<std::string> SandboxId(const Params& params) {
+  auto id = params.RequiredString("sandbox_id");
+  if (!id.ok()) return id;
+  if (id->empty()) return InvalidParams("sandbox_id", "sandbox_id must not be empty");
+  return id;
+}
+
+}  // namespace abx::epp

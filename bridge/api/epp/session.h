@@ -1,0 +1,150 @@
+#pragma once
+// One EPP/1 host session on the bridge: the JSON-RPC state machine (initialize first,
+// shutdown, exit, $/cancel), concurrency (every request starts at once on a thread of the
+// bridge's request pool, so requests pipeline and answer out of order) and the end of the
+// host (cancel attached commands, then wait for every handler). Method semantics live in
+// methods_*.cc.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <rapidjson/document.h>
+
+#include "bridge/base/cancel.h"
+#include "bridge/base/task_runner.h"
+#include "bridge/core/config.h"
+#include "bridge/base/error.h"
+
+namespace abx::core {
+class BridgeCore;
+class EndpointCache;
+}  // namespace abx::core
+
+namespace abx::epp {
+
+// Where the session's output lines go, in order; thread-safe. Returns false once the
+// host can no longer be reached.
+class LineSink {
+ public:
+  virtual ~LineSink() = default;
+  virtual bool Write(std::string line, std::string response_id) = 0;
+};
+
+struct SessionOrigin {
+  std::map<std::string, std::string> config;  // raw, as the shim resolved it
+  std::map<std::string, std::string> config_source;
+  std::string shim_version;
+  std::string replay_initialize;  // non-empty: already initialized on another bridge
+  int shim_pid = 0;
+};
+
+class EarlyWrite;
+class Session;
+
+// One request in flight: its params, its cancellation, and the way to answer it.
+class Request {
+ public:
+  Request(Session* session, std::string id_json, std::string method,
+          std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params,
+          std::shared_ptr<EarlyWrite> early_write = nullptr);
+  ~Request();  // drops an early write its handler did not adopt
+
+  const std::string& method() const { return method_; }
+  const std::string& id_json() const { return id_json_; }
+  // The params object; an empty object when the request had none.
+  const rapidjson::Value& params() const;
+  CancelToken& cancel() { return cancel_; }
+  Session& session() { return *session_; }
+
+  // Answers once; later answers are ignored. Returns false if already answered.
+  bool Respond(std::string_view result_json);
+  // The same for a whole line made with ResponseStart/End (no further copy).
+  bool RespondLine(std::string line);
+  bool Fail(const Error& error);
+  bool answered() const { return answered_.load(); }
+  // Whether it runs a command the host is attached to (AttachesHost, methods.h): end of
+  // stdin cancels it. Known from the moment it is dispatched, so an end of stdin that
+  // comes before its handler runs still reaches it.
+  bool attached() const { return attached_; }
+  // files.write: the upload that started while the line arrived (early_write.h), if any.
+  EarlyWrite* early_write() const { return early_write_.get(); }
+  // Sends a notification belonging to this request (exec.output, $/progress …).
+  void Notify(std::string_view method, std::string_view params_json);
+  // The same for a whole line made with NotificationStart/End (no further copy).
+  void NotifyLine(std::string line);
+
+ private:
+  Session* session_;
+  std::string id_json_;
+  std::string method_;
+  std::shared_ptr<rapidjson::Document> doc_;
+  const rapidjson::Value* params_;
+  std::shared_ptr<EarlyWrite> early_write_;
+  CancelToken cancel_;
+  std::atomic<bool> answered_{false};
+  const bool attached_;
+};
+
+class Session {
+ public:
+  // `pool` runs the requests; it and `core` outlive the session.
+  Session(core::BridgeCore* core, TaskRunner* pool, SessionOrigin origin, LineSink* sink);
+  ~Session();  // waits for every handler
+
+  // Lines in the order the host wrote them. `early_write`: the upload that started while
+  // the line arrived; handed to the request if the line is that files.write, else dropped.
+  void OnLine(std::string line, std::shared_ptr<EarlyWrite> early_write = nullptr);
+  // Starts an early write for a line that begins with `first_bytes` (the line's buffer,
+  // which EarlyWrite::Update keeps current); nullptr when there is none to start.
+  std::shared_ptr<EarlyWrite> StartEarlyWrite(std::string_view first_bytes);
+  void OnOversizedLine(const std::string& prefix, int64_t length);
+  // End of stdin: the host is gone, so the commands it attached to are cancelled
+  // (../shared/epp1.md §1); other requests may still finish and be answered.
+  void OnEndOfInput();
+  // The shim itself went away (or `exit`): cancel everything in flight.
+  void OnHostGone();
+  // Blocks until no handler runs.
+  void WaitIdle();
+  // The same, for at most `timeout`; false when handlers still run.
+  bool WaitIdleFor(std::chrono::milliseconds timeout);
+
+  bool exit_requested() const { return exit_requested_.load(); }
+  bool initialized() const { return initialized_.load(); }
+
+  // State shared by the method handlers.
+  core::BridgeCore& core() { return *core_; }
+  const core::ProviderConfig& config() const { return config_; }
+  const SessionOrigin& origin() const { return origin_; }
+  std::shared_ptr<core::EndpointCache> upstream() const { return upstream_; }
+  LineSink& sink() { return *sink_; }
+
+ private:
+  void Dispatch(std::string id_json, std::string method, std::shared_ptr<rapidjson::Document> doc,
+                const rapidjson::Value* params, std::shared_ptr<EarlyWrite> early_write = nullptr);
+  Status Initialize(const rapidjson::Value* params, std::string* result_json);
+  void HandleCancel(const rapidjson::Value* params);
+  void CancelWhere(bool attached_only);
+
+  core::BridgeCore* core_;
+  TaskRunner* pool_;
+  SessionOrigin origin_;
+  LineSink* sink_;
+  core::ProviderConfig config_;
+  std::shared_ptr<core::EndpointCache> upstream_;
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> exit_requested_{false};
+
+  std::mutex mu_;
+  std::condition_variable idle_cv_;
+  std::map<std::string, std::shared_ptr<Request>> in_flight_;  // by id JSON
+  int running_ = 0;  // requests whose handler has not returned
+};
+
+}  // namespace abx::epp

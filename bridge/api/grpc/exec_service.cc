@@ -1,0 +1,189 @@
+#include "bridge/api/grpc/exec_service.h"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bridge/base/error_codes.h"
+#include "bridge/core/exec.h"
+#include "bridge/core/shell_quote.h"
+
+namespace abx::api {
+namespace {
+
+namespace pb = abx::opensandbox::v1;
+
+// The command of a Run or Start request (both carry the same fields), checked as
+// EPP/1's exec.start checks its params.
+template <typename Request>
+Result<core::ExecSpec> ReadSpec(const Request& request) {
+  core::ExecSpec spec;
+  ABX_ASSIGN_OR_RETURN(spec.sandbox_id, Required(request.sandbox_id(), "sandbox_id"));
+  const bool has_argv = request.argv_size() > 0;
+  const bool has_command = !request.command().empty();
+  if (has_argv == has_command) {
+    return InvalidParams(has_argv ? "command" : "argv",
+                               "exactly one of argv or command is required");
+  }
+  if (has_argv) {
+    for (const std::string& word : request.argv()) {
+      if (word.find('\0') != std::string::npos) {
+        return InvalidParams("argv", "argv words cannot hold NUL characters");
+      }
+    }
+    spec.command =
+        core::ShellJoin(std::vector<std::string>(request.argv().begin(), request.argv().end()));
+  } else {
+    if (request.command().find_first_not_of(" \t\r\n") == std::string::npos) {
+      return InvalidParams("command", "command must not be blank");
+    }
+    spec.command = request.command();
+  }
+  spec.env.insert(request.env().begin(), request.env().end());
+  spec.cwd = request.cwd();
+  spec.user = request.user();
+  if (request.has_stdin()) spec.stdin_data = request.stdin();
+  if (request.has_timeout_seconds()) {
+    if (!(request.timeout_seconds() > 0)) {
+      return InvalidParams("timeout_seconds", "timeout_seconds must be positive");
+    }
+    spec.timeout_s = request.timeout_seconds();
+  }
+  return spec;
+}
+
+void ToProto(const core::ExecExit& exit, pb::ExecExit* out) {
+  if (exit.exit_code) out->set_exit_code(*exit.exit_code);
+  out->set_signal(exit.signal);
+  out->set_timed_out(exit.timed_out);
+  out->set_cancelled(exit.cancelled);
+  if (exit.error) {
+    out->mutable_error()->set_code(std::string(EppCodeName(exit.error->code)));
+    out->mutable_error()->set_message(exit.error->message);
+  }
+}
+
+pb::OutputStream ToProto(core::OutputStream stream) {
+  return stream == core::OutputStream::kStdout ? pb::OUTPUT_STREAM_STDOUT
+                                               : pb::OUTPUT_STREAM_STDERR;
+}
+
+// Exec.Start: every event of the core goes out as it comes, in order. A write that
+// fails means the client is gone, so the command is interrupted rather than followed
+// for nobody.
+class StreamingSink final : public core::ExecSink {
+ public:
+  StreamingSink(grpc::ServerWriter<pb::ExecEvent>* writer, CancelToken* cancel)
+      : writer_(writer), cancel_(cancel) {}
+
+  void OnStarted(const std::string& exec_id) override {
+    pb::ExecEvent event;
+    event.mutable_started()->set_exec_id(exec_id);
+    Send(event);
+  }
+  void OnOutput(core::OutputChunk& chunk) override {
+    pb::ExecEvent event;
+    pb::ExecOutput* output = event.mutable_output();
+    output->set_stream(ToProto(chunk.stream));
+    output->set_data(std::move(chunk.data));
+    std::lock_guard<std::mutex> lock(mu_);
+    output->set_seq(seq_++);
+    SendLocked(event);
+  }
+  void OnExit(const core::ExecExit& exit) override {
+    pb::ExecEvent event;
+    ToProto(exit, event.mutable_exit());
+    Send(event);
+  }
+
+ private:
+  void Send(const pb::ExecEvent& event) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SendLocked(event);
+  }
+  void SendLocked(const pb::ExecEvent& event) {
+    if (broken_) return;
+    if (!writer_->Write(event)) {
+      broken_ = true;
+      cancel_->Cancel();
+    }
+  }
+
+  grpc::ServerWriter<pb::ExecEvent>* writer_;
+  CancelToken* cancel_;
+  std::mutex mu_;  // one Write at a time, seq in write order
+  int64_t seq_ = 0;
+  bool broken_ = false;
+};
+
+// Exec.Run: everything collected into the one reply.
+class CollectingSink final : public core::ExecSink {
+ public:
+  void OnStarted(const std::string&) override {}
+  void OnOutput(core::OutputChunk& chunk) override {
+    (chunk.stream == core::OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
+  }
+  void OnExit(const core::ExecExit& exit) override { exit_ = exit; }
+
+  std::string stdout_, stderr_;
+  core::ExecExit exit_;
+};
+
+}  // namespace
+
+grpc::Status ExecService::Run(grpc::ServerContext* context, const pb::RunCommandRequest* request,
+                              pb::RunCommandReply* reply) {
+  return Serve(deps_, context, "Exec.Run", request->config(), [&](TypedCall& call) -> Status {
+    ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
+    core::Exec exec(call.core(), call.upstream(), &call.config());
+    CollectingSink sink;
+    Status started = exec.Run(spec, call.cancel(), &sink);
+    if (!started.ok()) return started;
+    if (sink.exit_.cancelled) {
+      return MakeError(ErrorCode::kCancelled, "Exec.Run was cancelled");
+    }
+    if (sink.exit_.error) return *sink.exit_.error;
+    if (sink.exit_.exit_code) reply->set_exit_code(*sink.exit_.exit_code);
+    reply->set_stdout(std::move(sink.stdout_));
+    reply->set_stderr(std::move(sink.stderr_));
+    reply->set_timed_out(sink.exit_.timed_out);
+    reply->set_signal(sink.exit_.signal);
+    return OkStatus();
+  });
+}
+
+grpc::Status ExecService::Start(grpc::ServerContext* context,
+                                const pb::StartCommandRequest* request,
+                                grpc::ServerWriter<pb::ExecEvent>* writer) {
+  return Serve(deps_, context, "Exec.Start", request->config(),
+               [&](TypedCall& call) -> Status {
+                 ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
+                 spec.detached = request->detached();
+                 core::Exec exec(call.core(), call.upstream(), &call.config());
+                 StreamingSink sink(writer, call.cancel());
+                 // An error here means the command never started: no event was sent.
+                 return exec.Run(spec, call.cancel(), &sink);
+               });
+}
+
+grpc::Status ExecService::Logs(grpc::ServerContext* context, const pb::ExecLogsRequest* request,
+                               pb::ExecLogsReply* reply) {
+  return Serve(
+      deps_, context, "Exec.Logs", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string exec_id, Required(request->exec_id(), "exec_id"));
+        if (request->cursor() < 0) {
+          return InvalidParams("cursor", "cursor must not be negative");
+        }
+        core::Exec exec(call.core(), call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Exec::Logs logs,
+                             exec.ReadLogs(sandbox_id, exec_id, request->cursor(), call.cancel()));
+        reply->set_data(std::move(logs.data));
+        reply->set_cursor(logs.cursor);
+        reply->set_running(logs.running);
+        if (logs.exit_code) reply->set_exit_code(*logs.exit_code);
+        return OkStatus();
+      });
+}
+
+}  // namespace abx::api

@@ -1,0 +1,177 @@
+#include "bridge/api/grpc/files_service.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/core/files.h"
+
+namespace abx::api {
+namespace {
+
+namespace pb = abx::opensandbox::v1;
+
+// The same bound as EPP/1's files.list.
+constexpr int kMaxListDepth = 64;
+
+// An octal mode string ("0644", "644", "0o644"); empty means none given.
+Result<std::optional<int>> Mode(const std::string& text, const char* field) {
+  if (text.empty()) return std::optional<int>();
+  std::optional<int> mode = core::ParseOctalMode(text);
+  if (!mode) {
+    return InvalidParams(field,
+                               std::string(field) + " must be an octal string like \"0644\"");
+  }
+  return mode;
+}
+
+void ToProto(const core::FileEntry& entry, pb::FileEntry* out) {
+  out->set_path(entry.path);
+  out->set_name(entry.name);
+  out->set_type(entry.type);
+  out->set_size(entry.size);
+  out->set_mode(entry.mode);
+  out->set_modified_at(entry.modified_at);
+}
+
+}  // namespace
+
+grpc::Status FilesService::Read(grpc::ServerContext* context, const pb::ReadFileRequest* request,
+                                pb::ReadFileReply* reply) {
+  return Serve(
+      deps_, context, "Files.Read", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        if (request->offset() < 0) {
+          return InvalidParams("offset", "offset must not be negative");
+        }
+        if (request->length() < 0) {
+          return InvalidParams("length", "length must not be negative");
+        }
+        core::Files files(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::FileRead read, files.Read(id, path, request->offset(),
+                                                             request->length(), call.cancel()));
+        reply->set_data(std::move(read.data));
+        reply->set_offset(read.offset);
+        reply->set_size(read.size);
+        reply->set_eof(read.eof);
+        return OkStatus();
+      });
+}
+
+grpc::Status FilesService::Write(grpc::ServerContext* context, const pb::WriteFileRequest* request,
+                                 pb::WriteFileReply* reply) {
+  return Serve(
+      deps_, context, "Files.Write", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));
+        core::Files files(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(int64_t size, files.Write(id, path, request->data(), mode,
+                                                       request->append(), call.cancel()));
+        reply->set_path(path);
+        reply->set_size(size);
+        return OkStatus();
+      });
+}
+
+grpc::Status FilesService::List(grpc::ServerContext* context, const pb::ListFilesRequest* request,
+                                pb::ListFilesReply* reply) {
+  return Serve(
+      deps_, context, "Files.List", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        const int depth = request->depth() == 0 ? 1 : request->depth();
+        if (depth < 1 || depth > kMaxListDepth) {
+          return InvalidParams("depth", "depth must be between 1 and 64");
+        }
+        core::Files files(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(std::vector<core::FileEntry> entries,
+                             files.List(id, path, depth, call.cancel()));
+        for (const core::FileEntry& entry : entries) ToProto(entry, reply->add_entries());
+        return OkStatus();
+      });
+}
+
+grpc::Status FilesService::Stat(grpc::ServerContext* context, const pb::StatFileRequest* request,
+                                pb::FileEntry* reply) {
+  return Serve(
+      deps_, context, "Files.Stat", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        core::Files files(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::FileEntry entry, files.Stat(id, path, call.cancel()));
+        ToProto(entry, reply);
+        return OkStatus();
+      });
+}
+
+grpc::Status FilesService::Mkdir(grpc::ServerContext* context, const pb::MkdirRequest* request,
+                                 pb::MkdirReply*) {
+  return Serve(
+      deps_, context, "Files.Mkdir", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));
+        const bool parents = request->has_parents() ? request->parents() : true;
+        core::Files files(call.upstream(), &call.config());
+        return files.Mkdir(id, path, mode, parents, call.cancel());
+      });
+}
+
+grpc::Status FilesService::Remove(grpc::ServerContext* context,
+                                  const pb::RemoveFileRequest* request, pb::RemoveFileReply*) {
+  return Serve(
+      deps_, context, "Files.Remove", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        core::Files files(call.upstream(), &call.config());
+        return files.Remove(id, path, request->recursive(), call.cancel());
+      });
+}
+
+grpc::Status FilesService::Move(grpc::ServerContext* context, const pb::MoveFileRequest* request,
+                                pb::MoveFileReply*) {
+  return Serve(
+      deps_, context, "Files.Move", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string source, Required(request->source(), "source"));
+        ABX_ASSIGN_OR_RETURN(std::string destination,
+                             Required(request->destination(), "destination"));
+        core::Files files(call.upstream(), &call.config());
+        return files.Move(id, source, destination, call.cancel());
+      });
+}
+
+grpc::Status FilesService::Search(grpc::ServerContext* context,
+                                  const pb::SearchFilesRequest* request,
+                                  pb::SearchFilesReply* reply) {
+  return Serve(
+      deps_, context, "Files.Search", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        ABX_ASSIGN_OR_RETURN(std::string pattern, Required(request->pattern(), "pattern"));
+        core::Files files(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(std::vector<std::string> matches,
+                             files.Search(id, path, pattern, call.cancel()));
+        for (std::string& match : matches) reply->add_matches(std::move(match));
+        return OkStatus();
+      });
+}
+
+grpc::Status FilesService::Chmod(grpc::ServerContext* context, const pb::ChmodRequest* request,
+                                 pb::ChmodReply*) {
+  return Serve(
+      deps_, context, "Files.Chmod", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));
+        if (!mode && request->owner().empty() && request->group().empty()) {
+          return InvalidParams("mode", "Files.Chmod needs a mode (or an owner or group)");
+        }
+        core::Files files(call.upstream(), &call.config());
+        return files.Chmod(id, path, mode, request->owner(), request->group(), call.cancel());
+      });
+}
+
+}  // namespace abx::api

@@ -1,0 +1,47 @@
+#pragma once
+// Files: files in a sandbox (proto/files.proto) over core::Files, the same class the
+// EPP/1 files.* methods use. Content travels as raw bytes, so there is no encoding
+// parameter: what EPP/1 calls base64 is simply the bytes here.
+
+#include "bridge/api/grpc/typed_call.h"
+#include "proto/files.grpc.pb.h"
+
+namespace abx::api {
+
+class FilesService final : public abx::opensandbox::v1::Files::Service {
+ public:
+  explicit FilesService(TypedDeps deps) : deps_(std::move(deps)) {}
+
+  grpc::Status Read(grpc::ServerContext* context,
+                    const abx::opensandbox::v1::ReadFileRequest* request,
+                    abx::opensandbox::v1::ReadFileReply* reply) override;
+  grpc::Status Write(grpc::ServerContext* context,
+                     const abx::opensandbox::v1::WriteFileRequest* request,
+                     abx::opensandbox::v1::WriteFileReply* reply) override;
+  grpc::Status List(grpc::ServerContext* context,
+                    const abx::opensandbox::v1::ListFilesRequest* request,
+                    abx::opensandbox::v1::ListFilesReply* reply) override;
+  grpc::Status Stat(grpc::ServerContext* context,
+                    const abx::opensandbox::v1::StatFileRequest* request,
+                    abx::opensandbox::v1::FileEntry* reply) override;
+  grpc::Status Mkdir(grpc::ServerContext* context,
+                     const abx::opensandbox::v1::MkdirRequest* request,
+                     abx::opensandbox::v1::MkdirReply* reply) override;
+  grpc::Status Remove(grpc::ServerContext* context,
+                      const abx::opensandbox::v1::RemoveFileRequest* request,
+                      abx::opensandbox::v1::RemoveFileReply* reply) override;
+  grpc::Status Move(grpc::ServerContext* context,
+                    const abx::opensandbox::v1::MoveFileRequest* request,
+                    abx::opensandbox::v1::MoveFileReply* reply) override;
+  grpc::Status Search(grpc::ServerContext* context,
+                      const abx::opensandbox::v1::SearchFilesRequest* request,
+                      abx::opensandbox::v1::SearchFilesReply* reply) override;
+  grpc::Status Chmod(grpc::ServerContext* context,
+                     const abx::opensandbox::v1::ChmodRequest* request,
+                     abx::opensandbox::v1::ChmodReply* reply) override;
+
+ private:
+  const TypedDeps deps_;
+};
+
+}  // namespace abx::api

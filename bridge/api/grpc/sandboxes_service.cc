@@ -1,0 +1,176 @@
+#include "bridge/api/grpc/sandboxes_service.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bridge/core/sandboxes.h"
+
+namespace abx::api {
+namespace {
+
+namespace pb = abx::opensandbox::v1;
+
+// The same bound as EPP/1's sandbox.list.
+constexpr int kMaxListLimit = 200;
+
+void ToProto(const core::Sandbox& sandbox, pb::Sandbox* out) {
+  const opensandbox::SandboxRecord& r = sandbox.record;
+  out->set_id(r.id);
+  out->set_template_(sandbox.template_name);
+  out->set_image(r.image);
+  out->set_state(r.state);
+  out->set_reason(r.reason);
+  out->set_message(r.message);
+  out->set_created_at(r.created_at);
+  out->set_expires_at(r.expires_at);
+  out->mutable_metadata()->insert(r.metadata.begin(), r.metadata.end());
+  for (const std::string& word : r.entrypoint) out->add_entrypoint(word);
+}
+
+template <typename Map>
+std::map<std::string, std::string> ToStdMap(const Map& map) {
+  return std::map<std::string, std::string>(map.begin(), map.end());
+}
+
+Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request) {
+  core::CreateSpec spec;
+  spec.template_name = request.template_().empty() ? "base" : request.template_();
+  if (request.has_timeout_seconds()) {
+    if (request.timeout_seconds() < 0) {
+      return InvalidParams("timeout_seconds", "timeout_seconds must not be negative");
+    }
+    spec.timeout_s = request.timeout_seconds();
+  }
+  spec.env = ToStdMap(request.env());
+  spec.metadata = ToStdMap(request.metadata());
+  spec.cpu = request.resources().cpu();
+  spec.memory = request.resources().memory();
+  spec.entrypoint.assign(request.entrypoint().begin(), request.entrypoint().end());
+  for (const std::string& word : spec.entrypoint) {
+    if (word.find('\0') != std::string::npos) {
+      return InvalidParams("entrypoint", "entrypoint words cannot hold NUL characters");
+    }
+  }
+  if (request.has_secure()) spec.secure = request.secure();
+  return spec;
+}
+
+}  // namespace
+
+grpc::Status SandboxesService::Create(grpc::ServerContext* context,
+                                      const pb::CreateSandboxRequest* request, pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Create", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(core::CreateSpec spec, ReadCreateSpec(*request));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        // Killed by Create itself on failure, timeout or cancellation.
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Create(spec, call.cancel(), {}));
+        ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::Connect(grpc::ServerContext* context,
+                                       const pb::ConnectSandboxRequest* request,
+                                       pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Connect", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Connect(id, call.cancel()));
+        ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::Get(grpc::ServerContext* context,
+                                   const pb::GetSandboxRequest* request, pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Get", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Get(id, call.cancel()));
+        ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::List(grpc::ServerContext* context,
+                                    const pb::ListSandboxesRequest* request,
+                                    pb::ListSandboxesReply* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.List", request->config(), [&](TypedCall& call) -> Status {
+        if (request->limit() < 0 || request->limit() > kMaxListLimit) {
+          return InvalidParams("limit", "limit must be between 1 and 200 (0: all)");
+        }
+        const std::vector<std::string> states(request->states().begin(), request->states().end());
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::SandboxList list,
+                             sandboxes.List(states, ToStdMap(request->metadata()), request->limit(),
+                                            request->cursor(), call.cancel()));
+        for (const core::Sandbox& sandbox : list.sandboxes) {
+          ToProto(sandbox, reply->add_sandboxes());
+        }
+        reply->set_next_cursor(list.next_cursor.value_or(""));
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::Kill(grpc::ServerContext* context,
+                                    const pb::KillSandboxRequest* request,
+                                    pb::KillSandboxReply* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Kill", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(bool killed, sandboxes.Kill(id, call.cancel()));
+        reply->set_killed(killed);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::SetTimeout(grpc::ServerContext* context,
+                                          const pb::SetSandboxTimeoutRequest* request,
+                                          pb::SetSandboxTimeoutReply* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.SetTimeout", request->config(),
+      [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        if (request->timeout_seconds() <= 0) {
+          return InvalidParams("timeout_seconds",
+                                     "timeout_seconds (from now) is required and positive");
+        }
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(std::string expires_at,
+                             sandboxes.SetTimeout(id, request->timeout_seconds(), call.cancel()));
+        reply->set_expires_at(expires_at);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::Pause(grpc::ServerContext* context,
+                                     const pb::PauseSandboxRequest* request, pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Pause", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Pause(id, call.cancel()));
+        ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+grpc::Status SandboxesService::Resume(grpc::ServerContext* context,
+                                      const pb::ResumeSandboxRequest* request, pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.Resume", request->config(), [&](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Resume(id, call.cancel()));
+        ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+}  // namespace abx::api

@@ -1,0 +1,136 @@
+#include "bridge/core/endpoint_cache.h"
+
+namespace abx::core {
+namespace {
+
+constexpr int kExecdPort = 44772;
+
+std::string CacheKey(const std::string& sandbox_id, const ProviderConfig& config) {
+  return sandbox_id + (config.use_server_proxy ? "|proxy" : "|direct") + "|" +
+         config.execd_access_token;
+}
+
+}  // namespace
+
+std::string ExecdBaseUrl(const std::string& lifecycle_url, const std::string& endpoint) {
+  const std::string scheme = lifecycle_url.rfind("https://", 0) == 0 ? "https://" : "http://";
+  std::string base = endpoint;
+  if (base.rfind("http://", 0) == 0 || base.rfind("https://", 0) == 0) {
+    // A server that does add a scheme: keep it rather than doubling it.
+  } else {
+    base = scheme + base;
+  }
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+opensandbox::LifecycleClient EndpointCache::Lifecycle(const ProviderConfig& config) const {
+  opensandbox::LifecycleClient client(http_, lifecycle_url_, api_key_);
+  client.set_timeout_ms(static_cast<int64_t>(config.request_timeout_s * 1000));
+  return client;
+}
+
+Result<opensandbox::ExecdClient> EndpointCache::Execd(const std::string& sandbox_id, const ProviderConfig& config,
+                                    const CancelToken* cancel) {
+  const int64_t timeout_ms = static_cast<int64_t>(config.request_timeout_s * 1000);
+  const std::string key = CacheKey(sandbox_id, config);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = endpoints_.find(key);
+    if (it != endpoints_.end()) return opensandbox::ExecdClient(http_, it->second.target, timeout_ms);
+  }
+  auto endpoint =
+      Lifecycle(config).GetEndpoint(sandbox_id, kExecdPort, config.use_server_proxy, cancel);
+  if (!endpoint.ok()) return endpoint.error();
+  opensandbox::ExecdTarget target;
+  target.base_url = ExecdBaseUrl(lifecycle_url_, endpoint->endpoint);
+  target.headers = endpoint->headers;
+  if (!config.execd_access_token.empty()) {
+    target.headers.emplace_back("X-EXECD-ACCESS-TOKEN", config.execd_access_token);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoints_[key] = CacheEntry{target, sandbox_id, config.use_server_proxy,
+                                 std::chrono::steady_clock::now()};
+  }
+  return opensandbox::ExecdClient(http_, std::move(target), timeout_ms);
+}
+
+namespace {
+
+template <typename Map>
+void ErasePrefix(Map* map, const std::string& prefix) {
+  for (auto it = map->lower_bound(prefix);
+       it != map->end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = map->erase(it);
+  }
+}
+
+}  // namespace
+
+void EndpointCache::Forget(const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ErasePrefix(&endpoints_, sandbox_id + "|");
+  ErasePrefix(&exec_tags_, sandbox_id + "|");  // their order entries go at the next rebuild
+  execd_versions_.erase(sandbox_id);
+}
+
+void EndpointCache::NoteExecdVersion(const std::string& sandbox_id, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  execd_versions_[sandbox_id] = version;
+}
+
+std::vector<EndpointCache::CachedEndpoint> EndpointCache::CachedEndpoints() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CachedEndpoint> out;
+  for (const auto& [key, entry] : endpoints_) {
+    CachedEndpoint endpoint;
+    endpoint.sandbox_id = entry.sandbox_id;
+    endpoint.server_proxy = entry.server_proxy;
+    endpoint.base_url = entry.target.base_url;
+    endpoint.since = entry.since;
+    auto version = execd_versions_.find(entry.sandbox_id);
+    if (version != execd_versions_.end()) endpoint.execd_version = version->second;
+    out.push_back(std::move(endpoint));
+  }
+  return out;
+}
+
+void EndpointCache::RememberExec(const std::string& sandbox_id, const std::string& tag,
+                            const std::string& exec_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string key = sandbox_id + "|" + tag;
+  exec_tags_[key] = exec_id;
+  exec_tag_order_.push_back(std::move(key));
+  // The oldest go past the cap. The order also holds keys ForgetExec removed (tags are
+  // unique): once it runs well ahead of the map it is rebuilt from the keys still there.
+  while (exec_tags_.size() > kMaxRememberedExecs) {
+    exec_tags_.erase(exec_tag_order_.front());
+    exec_tag_order_.pop_front();
+  }
+  if (exec_tag_order_.size() > 2 * exec_tags_.size() + 64) {
+    std::deque<std::string> live;
+    for (std::string& k : exec_tag_order_) {
+      if (exec_tags_.count(k) != 0) live.push_back(std::move(k));
+    }
+    exec_tag_order_.swap(live);
+  }
+}
+
+void EndpointCache::ForgetExec(const std::string& sandbox_id, const std::string& tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exec_tags_.erase(sandbox_id + "|" + tag);
+}
+
+std::string EndpointCache::ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = exec_tags_.find(sandbox_id + "|" + tag);
+  return it == exec_tags_.end() ? std::string() : it->second;
+}
+
+size_t EndpointCache::cached_sandboxes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return endpoints_.size();
+}
+
+}  // namespace abx::core

@@ -1,0 +1,82 @@
+#pragma once
+// State kept for one server and one credential: the execd endpoints of its sandboxes.
+// Sessions holding the same server URL and API key share one Upstream; a session with
+// another key gets another, so a cached endpoint is never served across credentials.
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bridge/core/config.h"
+#include "bridge/opensandbox/execd_client.h"
+#include "bridge/opensandbox/lifecycle_client.h"
+
+namespace abx::core {
+
+class EndpointCache {
+ public:
+  EndpointCache(opensandbox::HttpCaller* http, std::string lifecycle_url, std::string api_key)
+      : http_(http), lifecycle_url_(std::move(lifecycle_url)), api_key_(std::move(api_key)) {}
+
+  opensandbox::HttpCaller* http() { return http_; }
+
+  // A lifecycle client with the session's deadline.
+  opensandbox::LifecycleClient Lifecycle(const ProviderConfig& config) const;
+
+  // The execd of `sandbox_id`, from the cache or resolved through the lifecycle API.
+  Result<opensandbox::ExecdClient> Execd(const std::string& sandbox_id, const ProviderConfig& config,
+                            const CancelToken* cancel);
+  // Drops what is cached for a sandbox (killed, gone, or its execd stopped answering).
+  void Forget(const std::string& sandbox_id);
+  size_t cached_sandboxes() const;
+
+  // exec_id of the command started with ABX_EXEC_TAG=`tag` (see processes.h). An
+  // attached command is forgotten when its stream ends (Exec::Run); detached ones are
+  // remembered while their sandbox is cached, the newest kMaxRememberedExecs of them,
+  // so a long-lived bridge does not grow with every command it ever started.
+  static constexpr size_t kMaxRememberedExecs = 4096;
+  void RememberExec(const std::string& sandbox_id, const std::string& tag,
+                    const std::string& exec_id);
+  void ForgetExec(const std::string& sandbox_id, const std::string& tag);
+  std::string ExecIdForTag(const std::string& sandbox_id, const std::string& tag) const;
+
+  // What a probe learned of a sandbox's execd (provider.doctor), kept until Forget.
+  void NoteExecdVersion(const std::string& sandbox_id, const std::string& version);
+
+  // One cached execd endpoint, for `abx-opensandbox-bridge sandboxes`. The headers stay
+  // out: they may carry the execd access token or a server-issued credential.
+  struct CachedEndpoint {
+    std::string sandbox_id;
+    bool server_proxy = false;
+    std::string base_url;
+    std::string execd_version;  // empty when nothing probed it
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<CachedEndpoint> CachedEndpoints() const;
+  const std::string& lifecycle_url() const { return lifecycle_url_; }
+
+ private:
+  struct CacheEntry {
+    opensandbox::ExecdTarget target;
+    std::string sandbox_id;
+    bool server_proxy = false;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  opensandbox::HttpCaller* http_;
+  const std::string lifecycle_url_;
+  const std::string api_key_;
+  mutable std::mutex mu_;
+  std::map<std::string, CacheEntry> endpoints_;   // by sandbox id + access mode + token
+  std::map<std::string, std::string> execd_versions_;  // by sandbox id
+  std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
+  std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
+};
+
+// http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.
+std::string ExecdBaseUrl(const std::string& lifecycle_url, const std::string& endpoint);
+
+}  // namespace abx::core

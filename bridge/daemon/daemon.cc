@@ -1,0 +1,186 @@
+#include "bridge/daemon/daemon.h"
+
+#include <csignal>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_posix.h>
+
+#include "bridge/daemon/allocator.h"
+#include "bridge/api/grpc/bridge_service.h"
+#include "bridge/base/log.h"
+#include "bridge/api/grpc/serving_state.h"
+#include "bridge/api/grpc/epp_service.h"
+#include "bridge/daemon/memory_trimmer.h"
+#include "bridge/daemon/request_pool.h"
+#include "bridge/api/grpc/typed_services.h"
+#include "bridge/daemon/unix_listener.h"
+#include "common/bridge_paths.h"
+#include "common/build_id.h"
+#include "common/platform.h"
+
+namespace abx::daemon {
+namespace {
+
+// Messages carry whole EPP lines (up to 8 MiB, plus framing); leave room.
+constexpr int kMaxMessageBytes = 32 << 20;
+
+// SIGTERM/SIGINT start a drain; handled on a thread of its own through sigwait, so no
+// async-signal-safety questions arise.
+void WatchSignals(api::ServingState* state) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  std::thread([state, set] {
+    int sig = 0;
+    while (sigwait(&set, &sig) == 0) {
+      log::Info("bridge.signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      state->StartDraining();
+    }
+  }).detach();
+}
+
+}  // namespace
+
+int Serve(const ServeOptions& options) {
+  // Block the drain signals in every thread; WatchSignals takes them synchronously.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::string error;
+  std::unique_ptr<UnixListener> listener = UnixListener::FromSystemd(&error);
+  if (!error.empty()) {
+    log::Error("bridge.socket_activation", {{"error", error}});
+    return 1;
+  }
+  const bool inherited = listener != nullptr;
+  const std::string socket_path =
+      inherited && !listener->path().empty() ? listener->path() : options.socket_path;
+  if (inherited) {
+    log::Info("bridge.socket_inherited",
+                    {{"socket", socket_path}, {"fd", "3"},
+                     {"detail", "using the listening socket passed by socket activation"}});
+  }
+  if (socket_path.empty()) {
+    log::Error("bridge.no_socket", {{"error", "no --socket and no inherited socket"}});
+    return 2;
+  }
+  if (!EnsurePrivateDir(SocketDirOf(socket_path), &error)) {
+    log::Error("bridge.socket_dir", {{"error", error}});
+    return 1;
+  }
+  // The lock comes before the socket: whoever holds it owns the path (see unix_listener.h).
+  bool busy = false;
+  std::unique_ptr<FileLock> lock = FileLock::TryAcquire(LockPathFor(socket_path), &error, &busy);
+  if (!lock) {
+    if (busy) {
+      log::Info("bridge.lock_held", {{"detail", "another bridge serves " + socket_path}});
+      return 0;
+    }
+    log::Error("bridge.lock", {{"error", error}});
+    return 1;
+  }
+  lock->WriteContents(std::to_string(getpid()) + "\n", &error);
+  if (!listener) {
+    // Someone listens at the path without holding the lock: a socket activator whose
+    // bridge is between runs (exited idle, or draining). Its socket is not ours to
+    // replace; stepping aside like a lost lock race lets the activator's bridge serve.
+    const UnixSocketProbe probe = ProbeUnixSocket(socket_path, 100);
+    if (probe == UnixSocketProbe::kAccepting || probe == UnixSocketProbe::kTimeout) {
+      log::Info("bridge.socket_in_use",
+                      {{"detail", "another listener (socket activation?) holds " + socket_path}});
+      return 0;
+    }
+    listener = UnixListener::Bind(socket_path, &error);
+  }
+  if (!listener) {
+    log::Error("bridge.bind", {{"error", error}});
+    return 1;
+  }
+
+  auto core = core::BridgeCore::Create();
+  if (!core.ok()) {
+    log::Error("bridge.core", {{"error", core.error().message}});
+    return 1;
+  }
+  RequestPool request_pool;
+  // The last session gone: the idle request threads end, and the free memory the
+  // allocator keeps for reuse goes back to the system at once.
+  api::ServingState state(std::move(core).value(), &request_pool, [&request_pool] {
+    request_pool.ReleaseIdle();
+    allocator::ReleaseFreeMemory();
+  });
+  api::BridgeService bridge_service(&state);
+  api::EppSessionService epp_service(&state);
+  api::TypedServices typed_services(
+      {&state.core(), [&state] { return std::shared_ptr<void>(state.BeginSession()); }});
+  // Standard health checking and reflection, for tooling (docs/grpc.md); both must be
+  // switched on before the builder exists.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(&bridge_service);
+  builder.RegisterService(&epp_service);
+  typed_services.RegisterWith(&builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    log::Error("bridge.grpc", {{"error", "the gRPC server did not start"}});
+    return 1;
+  }
+  typed_services.MarkServing(server.get());
+  WatchSignals(&state);
+
+  const uid_t self = geteuid();
+  std::thread acceptor([&] {
+    listener->AcceptLoop([&](int fd, unsigned uid, int pid) {
+      if (uid != self) {
+        log::Error("bridge.peer_refused",
+                         {{"uid", std::to_string(uid)}, {"pid", std::to_string(pid)},
+                          {"error", "refused a connection from uid " + std::to_string(uid) +
+                                        ": the bridge serves only its own user (uid " +
+                                        std::to_string(self) + ")"}});
+        close(fd);
+        return;
+      }
+      grpc::AddInsecureChannelFromFd(server.get(), fd);
+    });
+  });
+  log::Info("bridge.ready", {{"socket", socket_path},
+                                   {"socket_source", inherited ? "inherited" : "bound"},
+                                   {"pid", std::to_string(getpid())},
+                                   {"build_id", kBuildId},
+                                   {"allocator", allocator::Name()},
+                                   {"idle_timeout_s", std::to_string(options.idle_timeout.count())}});
+
+  MemoryTrimmer::Options trim;
+  trim.state = &state;
+  const MemoryTrimmer trimmer(trim);
+  const bool idle = state.WaitForExit(options.idle_timeout);
+  log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
+  state.StartDraining();
+  if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
+  listener->Close();  // new connections are refused; open sessions go on
+  acceptor.join();
+  // A socket we bound is gone now, so the path is free: the lock goes too, and the next
+  // shim starts a fresh bridge at once instead of waiting out this drain. An inherited
+  // socket still exists (its activator holds it), so the lock stays to keep a spawned
+  // bridge from rebinding the path under it.
+  if (listener->owns_path()) lock.reset();
+  state.WaitForSessions(options.drain_grace);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  log::Info("bridge.exited");
+  return 0;
+}
+
+}  // namespace abx::daemon

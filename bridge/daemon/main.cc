@@ -1,0 +1,140 @@
+// abx-opensandbox-bridge: the shared local daemon of the OpenSandbox EPP/1 provider.
+//
+//   abx-opensandbox-bridge serve    [--socket PATH] [--idle-timeout SECONDS]
+//   abx-opensandbox-bridge status   [--socket PATH]
+//   abx-opensandbox-bridge stop     [--socket PATH]
+//   abx-opensandbox-bridge sandboxes [--socket PATH] [--json]
+//   abx-opensandbox-bridge --version
+//
+// The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "bridge/daemon/daemon.h"
+#include "bridge/daemon/sandboxes_command.h"
+#include "common/bridge_paths.h"
+#include "common/build_id.h"
+#include "common/version.h"
+#include "proto/bridge.grpc.pb.h"
+
+namespace {
+
+namespace pb = abx::opensandbox::v1;
+
+int Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes [--socket PATH] "
+               "[--idle-timeout SECONDS] [--json]\n"
+               "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
+               "  status   print the running bridge's stats as JSON\n"
+               "  stop     ask the running bridge to drain and exit\n"
+               "  sandboxes  list what the running bridge has cached per sandbox "
+               "(--json for tooling)\n"
+               "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
+               "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
+               abx::ResolveSocketPath(abx::kBuildId).c_str());
+  return out == stderr ? 2 : 0;
+}
+
+std::unique_ptr<pb::Bridge::Stub> Connect(const std::string& socket) {
+  return pb::Bridge::NewStub(
+      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+}
+
+int Status(const std::string& socket) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  pb::StatsReply reply;
+  grpc::Status status = Connect(socket)->Stats(&context, pb::StatsRequest(), &reply);
+  if (!status.ok()) {
+    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
+                 status.error_message().c_str());
+    return 1;
+  }
+  std::printf(
+      "{\"socket\":\"%s\",\"pid\":%d,\"build_id\":\"%s\",\"version\":\"%s\",\"uptime_s\":%lld,"
+      "\"sessions_active\":%lld,\"sessions_total\":%lld,\"requests_total\":%lld,"
+      "\"upstream_requests\":%lld,\"upstream_connections\":%lld,\"cached_sandboxes\":%lld,"
+      "\"streams_active\":%lld,\"peak_rss_bytes\":%lld,\"draining\":%s,"
+      "\"early_writes_used\":%lld,\"early_writes_dropped\":%lld}\n",
+      socket.c_str(), reply.pid(), reply.build_id().c_str(), reply.version().c_str(),
+      static_cast<long long>(reply.uptime_seconds()),
+      static_cast<long long>(reply.sessions_active()),
+      static_cast<long long>(reply.sessions_total()),
+      static_cast<long long>(reply.requests_total()),
+      static_cast<long long>(reply.upstream_requests()),
+      static_cast<long long>(reply.upstream_connections()),
+      static_cast<long long>(reply.cached_sandboxes()),
+      static_cast<long long>(reply.streams_active()),
+      static_cast<long long>(reply.peak_rss_bytes()), reply.draining() ? "true" : "false",
+      static_cast<long long>(reply.early_writes_used()),
+      static_cast<long long>(reply.early_writes_dropped()));
+  return 0;
+}
+
+int Stop(const std::string& socket) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  pb::StopReply reply;
+  grpc::Status status = Connect(socket)->Stop(&context, pb::StopRequest(), &reply);
+  if (!status.ok()) {
+    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
+                 status.error_message().c_str());
+    return 1;
+  }
+  std::printf("stopping: %lld session(s) still open will be allowed to finish\n",
+              static_cast<long long>(reply.in_flight()));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage(stderr);
+  const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::printf("abx-opensandbox-bridge %s (build %s)\n", abx::kProviderVersion, abx::kBuildId);
+    return 0;
+  }
+  if (command == "--help" || command == "-h" || command == "help") return Usage(stdout);
+
+  abx::daemon::ServeOptions options;
+  options.socket_path = abx::ResolveSocketPath(abx::kBuildId);
+  if (const char* idle = std::getenv("ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT")) {
+    options.idle_timeout = std::chrono::seconds(std::atol(idle));
+  }
+  bool json = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && command == "sandboxes") {
+      json = true;
+    } else if (arg == "--socket" && i + 1 < argc) {
+      options.socket_path = argv[++i];
+    } else if (arg == "--idle-timeout" && i + 1 < argc) {
+      char* end = nullptr;
+      const long seconds = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || seconds < 0) {
+        std::fprintf(stderr, "--idle-timeout takes a number of seconds\n");
+        return 2;
+      }
+      options.idle_timeout = std::chrono::seconds(seconds);
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      return Usage(stderr);
+    }
+  }
+  if (command == "serve") {
+    return abx::daemon::Serve(options);
+  }
+  if (command == "status") return Status(options.socket_path);
+  if (command == "stop") return Stop(options.socket_path);
+  if (command == "sandboxes") return abx::daemon::PrintCachedSandboxes(options.socket_path, json);
+  return Usage(stderr);
+}

@@ -1,0 +1,102 @@
+#pragma once
+// execd, the API inside each sandbox (API-DIGEST §2): commands over its line-framed event
+// stream, command status and logs, files and directories.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "bridge/base/cancel.h"
+#include "bridge/base/error.h"
+#include "bridge/opensandbox/execd_events.h"
+#include "bridge/opensandbox/http_caller.h"
+
+namespace abx::opensandbox {
+
+// Where one sandbox's execd answers: "http://" + endpoint (path prefix kept) and the
+// headers to send on every request (endpoint headers, the access token if configured).
+// Never the OpenSandbox API key: execd runs inside the sandbox, where untrusted code
+// could read it.
+struct ExecdTarget {
+  std::string base_url;
+  Headers headers;
+};
+
+struct CommandStatus {
+  std::string id;
+  bool running = false;
+  std::optional<int> exit_code;
+  std::string error;
+};
+
+struct FileInfo {
+  std::string path;
+  std::string type;  // file, directory, symlink, other
+  int64_t size = 0;
+  std::string mode;  // decimal-written octal as execd gives it, e.g. "644"
+  std::string modified_at;
+  std::string owner, group;
+};
+
+class ExecdClient {
+ public:
+  ExecdClient(HttpCaller* http, ExecdTarget target, int64_t timeout_ms)
+      : http_(http), target_(std::move(target)), timeout_ms_(timeout_ms) {}
+
+  Status Ping(const CancelToken* cancel, int64_t timeout_ms);
+
+  // POST /command and read its event stream to the end. `on_event` gets each event in
+  // order (return false to stop reading); `on_batch` runs after each network read's
+  // events, so callers can flush what they gathered. A stream that ends early or holds
+  // something that is not an event is an error (E8002 / E8010), never a made-up end.
+  Status RunCommand(const std::string& body_json, const CancelToken* cancel,
+                    int64_t idle_timeout_ms,
+                    const std::function<bool(const ExecdEvent&)>& on_event,
+                    const std::function<void()>& on_batch);
+  Status Interrupt(const std::string& command_id, const CancelToken* cancel);
+  Result<CommandStatus> GetStatus(const std::string& command_id, const CancelToken* cancel);
+  // Background command output from byte `cursor`; `next_cursor` gets the tail cursor.
+  Result<std::string> Logs(const std::string& command_id, int64_t cursor, int64_t* next_cursor,
+                           const CancelToken* cancel);
+
+  Result<FileInfo> Stat(const std::string& path, const CancelToken* cancel);
+  // Bytes [offset, offset+length) of a file (length 0: to the end).
+  Result<std::string> Download(const std::string& path, int64_t offset, int64_t length,
+                               const CancelToken* cancel);
+  Status Upload(const std::string& path, std::string_view data, int mode,
+                const CancelToken* cancel);
+  // The same with the file's bytes made while they are sent (upstream/body_source.h).
+  // `*complete` says whether the whole form went out: when it did not, nothing was
+  // written, whatever the error.
+  Status UploadMade(const std::string& path, std::shared_ptr<BodySource> data,
+                    int mode, bool* complete, const CancelToken* cancel);
+  Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
+                                              const CancelToken* cancel);
+  Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);
+  Status RemoveFile(const std::string& path, const CancelToken* cancel);
+  Status RemoveDirectory(const std::string& path, const CancelToken* cancel);
+  Status Move(const std::string& from, const std::string& to, const CancelToken* cancel);
+  Result<std::vector<FileInfo>> Search(const std::string& path, const std::string& pattern,
+                                       const CancelToken* cancel);
+  Status SetPermissions(const std::string& path, int mode, const std::string& owner,
+                        const std::string& group, const CancelToken* cancel);
+
+  const ExecdTarget& target() const { return target_; }
+
+ private:
+  HttpCall Call(std::string method, std::string path_and_query) const;
+  HttpCaller* http_;
+  ExecdTarget target_;
+  int64_t timeout_ms_;
+};
+
+// Decoders exposed for tests and fuzzers.
+Result<FileInfo> DecodeFileInfo(const rapidjson::Value& value);
+Result<CommandStatus> DecodeCommandStatus(const std::string& body);
+
+}  // namespace abx::opensandbox

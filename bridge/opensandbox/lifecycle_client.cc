@@ -1,0 +1,228 @@
+#include "bridge/opensandbox/lifecycle_client.h"
+
+#include <rapidjson/document.h>
+
+#include "bridge/base/json.h"
+#include "bridge/base/time_util.h"
+
+namespace abx::opensandbox {
+namespace {
+
+Error NotItsApi(const std::string& what) {
+  Error e = MakeError(ErrorCode::kUpstream,
+                      what + ": the server answered something that is not the OpenSandbox API");
+  return e;
+}
+
+std::string PercentEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+bool DecodeSandboxValue(const rapidjson::Value& v, SandboxRecord* out) {
+  if (!v.IsObject()) return false;
+  auto id = json::GetString(v, "id");
+  if (!id || id->empty()) return false;
+  out->id = *id;
+  if (const auto* image = json::GetMember(v, "image"); image && image->IsObject()) {
+    out->image = json::GetString(*image, "uri").value_or("");
+  }
+  if (const auto* status = json::GetMember(v, "status"); status && status->IsObject()) {
+    out->state = json::GetString(*status, "state").value_or("");
+    out->reason = json::GetString(*status, "reason").value_or("");
+    out->message = json::GetString(*status, "message").value_or("");
+  } else {
+    return false;
+  }
+  out->created_at = NormalizeRfc3339(json::GetString(v, "createdAt").value_or(""));
+  out->expires_at = NormalizeRfc3339(json::GetString(v, "expiresAt").value_or(""));
+  if (const auto* metadata = json::GetMember(v, "metadata"); metadata && metadata->IsObject()) {
+    for (auto& m : metadata->GetObject()) {
+      if (m.value.IsString()) out->metadata[m.name.GetString()] = m.value.GetString();
+    }
+  }
+  if (const auto* entrypoint = json::GetMember(v, "entrypoint"); entrypoint && entrypoint->IsArray()) {
+    for (auto& e : entrypoint->GetArray()) {
+      if (e.IsString()) out->entrypoint.emplace_back(e.GetString());
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<SandboxRecord> DecodeSandbox(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  SandboxRecord record;
+  if (doc.HasParseError() || !DecodeSandboxValue(doc, &record)) return NotItsApi("sandbox");
+  return record;
+}
+
+Result<SandboxPage> DecodeSandboxPage(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("list sandboxes");
+  const auto* items = json::GetMember(doc, "items");
+  if (!items || !items->IsArray()) return NotItsApi("list sandboxes");
+  SandboxPage page;
+  for (auto& item : items->GetArray()) {
+    SandboxRecord record;
+    if (!DecodeSandboxValue(item, &record)) return NotItsApi("list sandboxes");
+    page.items.push_back(std::move(record));
+  }
+  if (const auto* pagination = json::GetMember(doc, "pagination"); pagination && pagination->IsObject()) {
+    page.has_next = json::GetBool(*pagination, "hasNextPage").value_or(false);
+    page.total_items = json::GetInt(*pagination, "totalItems").value_or(0);
+  }
+  return page;
+}
+
+Result<Endpoint> DecodeEndpoint(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("get endpoint");
+  auto endpoint = json::GetString(doc, "endpoint");
+  if (!endpoint || endpoint->empty()) return NotItsApi("get endpoint");
+  Endpoint out;
+  out.endpoint = *endpoint;
+  if (const auto* headers = json::GetMember(doc, "headers"); headers && headers->IsObject()) {
+    for (auto& h : headers->GetObject()) {
+      if (h.value.IsString()) out.headers.emplace_back(h.name.GetString(), h.value.GetString());
+    }
+  }
+  return out;
+}
+
+HttpCall LifecycleClient::Call(std::string method, std::string path) const {
+  HttpCall call;
+  call.method = std::move(method);
+  call.url = base_url_ + path;
+  call.timeout_ms = timeout_ms_;
+  if (!api_key_.empty()) call.headers.emplace_back("OPEN-SANDBOX-API-KEY", api_key_);
+  return call;
+}
+
+Result<SandboxRecord> LifecycleClient::Create(const std::string& body_json,
+                                              const CancelToken* cancel) {
+  HttpCall call = Call("POST", "/sandboxes");
+  call.headers.emplace_back("Content-Type", "application/json");
+  call.body = body_json;
+  auto answer = http_->Send(call, cancel, "create sandbox");
+  if (!answer.ok()) return answer.error();
+  return DecodeSandbox(answer->body);
+}
+
+Result<SandboxRecord> LifecycleClient::Get(const std::string& id, const CancelToken* cancel,
+                                           int64_t* server_now_ms) {
+  HttpCall call = Call("GET", "/sandboxes/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "get sandbox");
+  if (!answer.ok()) return answer.error();
+  if (server_now_ms) {
+    *server_now_ms = ParseHttpDateMillis(answer->Header("date")).value_or(NowMillis());
+  }
+  return DecodeSandbox(answer->body);
+}
+
+Result<SandboxPage> LifecycleClient::List(const std::vector<std::string>& states,
+                                          const std::map<std::string, std::string>& metadata,
+                                          int page, int page_size, const CancelToken* cancel) {
+  std::string query = "?page=" + std::to_string(page) + "&pageSize=" + std::to_string(page_size);
+  for (const std::string& state : states) query += "&state=" + PercentEncode(state);
+  if (!metadata.empty()) {
+    // One `metadata` parameter whose decoded value is itself a query string.
+    std::string inner;
+    for (const auto& [k, v] : metadata) {
+      if (!inner.empty()) inner += "&";
+      inner += k + "=" + v;
+    }
+    query += "&metadata=" + PercentEncode(inner);
+  }
+  HttpCall call = Call("GET", "/sandboxes" + query);
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "list sandboxes");
+  if (!answer.ok()) return answer.error();
+  return DecodeSandboxPage(answer->body);
+}
+
+Status LifecycleClient::Delete(const std::string& id, const CancelToken* cancel) {
+  // A repeated DELETE after a lost answer finds the sandbox gone (404), which Kill
+  // reads as "already killed": safe to retry.
+  HttpCall call = Call("DELETE", "/sandboxes/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "kill sandbox");
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+Status LifecycleClient::Pause(const std::string& id, const CancelToken* cancel) {
+  auto answer = http_->Send(Call("POST", "/sandboxes/" + PercentEncode(id) + "/pause"), cancel,
+                            "pause sandbox");
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+Status LifecycleClient::Resume(const std::string& id, const CancelToken* cancel) {
+  auto answer = http_->Send(Call("POST", "/sandboxes/" + PercentEncode(id) + "/resume"), cancel,
+                            "resume sandbox");
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+Result<std::string> LifecycleClient::Renew(const std::string& id, const std::string& expires_at,
+                                           const CancelToken* cancel) {
+  HttpCall call = Call("POST", "/sandboxes/" + PercentEncode(id) + "/renew-expiration");
+  call.headers.emplace_back("Content-Type", "application/json");
+  call.body = "{\"expiresAt\":" + json::Quote(expires_at) + "}";
+  auto answer = http_->Send(call, cancel, "set sandbox timeout");
+  if (!answer.ok()) return answer.error();
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
+  if (doc.HasParseError() || !doc.IsObject() || !json::GetString(doc, "expiresAt")) {
+    return NotItsApi("set sandbox timeout");
+  }
+  return NormalizeRfc3339(*json::GetString(doc, "expiresAt"));
+}
+
+Result<Endpoint> LifecycleClient::GetEndpoint(const std::string& id, int port,
+                                              bool use_server_proxy, const CancelToken* cancel) {
+  HttpCall call = Call("GET", "/sandboxes/" + PercentEncode(id) + "/endpoints/" +
+                                 std::to_string(port) + "?use_server_proxy=" +
+                                 (use_server_proxy ? "true" : "false"));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "get sandbox endpoint");
+  if (!answer.ok()) return answer.error();
+  return DecodeEndpoint(answer->body);
+}
+
+Result<int64_t> LifecycleClient::ServerNowMillis(const CancelToken* cancel) {
+  std::string root = base_url_;
+  if (root.size() >= 3 && root.compare(root.size() - 3, 3, "/v1") == 0) root.resize(root.size() - 3);
+  HttpCall call;
+  call.url = root + "/health";
+  call.timeout_ms = timeout_ms_;
+  auto answer = http_->Send(call, cancel, "server health");
+  if (!answer.ok()) return answer.error();
+  auto now = ParseHttpDateMillis(answer->Header("date"));
+  if (!now) return NotItsApi("server health (no Date header)");
+  return *now;
+}
+
+Status LifecycleClient::CheckAuth(const CancelToken* cancel) {
+  auto answer = http_->Send(Call("GET", "/sandboxes?page=1&pageSize=1"), cancel, "check API key");
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+}  // namespace abx::opensandbox

@@ -1,0 +1,81 @@
+#pragma once
+// The OpenSandbox lifecycle REST API (API-DIGEST §1) for one server and credential.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/base/cancel.h"
+#include "bridge/base/error.h"
+#include "bridge/opensandbox/http_caller.h"
+
+namespace abx::opensandbox {
+
+struct SandboxRecord {
+  std::string id;
+  std::string image;
+  std::string state;  // the server's, unknown values kept as they are
+  std::string reason;
+  std::string message;
+  std::string created_at;  // RFC 3339 UTC, as normalised
+  std::string expires_at;  // empty: no expiry
+  std::map<std::string, std::string> metadata;
+  std::vector<std::string> entrypoint;
+};
+
+struct SandboxPage {
+  std::vector<SandboxRecord> items;
+  bool has_next = false;
+  int64_t total_items = 0;
+};
+
+struct Endpoint {
+  std::string endpoint;  // host[:port][/path], no scheme
+  Headers headers;       // to send on every request there
+};
+
+class LifecycleClient {
+ public:
+  LifecycleClient(HttpCaller* http, std::string base_url, std::string api_key)
+      : http_(http), base_url_(std::move(base_url)), api_key_(std::move(api_key)) {}
+
+  void set_timeout_ms(int64_t ms) { timeout_ms_ = ms; }
+  const std::string& base_url() const { return base_url_; }
+
+  // POST /sandboxes with a ready CreateSandboxRequest body.
+  Result<SandboxRecord> Create(const std::string& body_json, const CancelToken* cancel);
+  // GET /sandboxes/{id}; `server_now_ms` receives the server's clock (Date header).
+  Result<SandboxRecord> Get(const std::string& id, const CancelToken* cancel,
+                            int64_t* server_now_ms = nullptr);
+  Result<SandboxPage> List(const std::vector<std::string>& states,
+                           const std::map<std::string, std::string>& metadata, int page,
+                           int page_size, const CancelToken* cancel);
+  Status Delete(const std::string& id, const CancelToken* cancel);
+  Status Pause(const std::string& id, const CancelToken* cancel);
+  Status Resume(const std::string& id, const CancelToken* cancel);
+  // Absolute expiry; returns the server's normalised expiresAt.
+  Result<std::string> Renew(const std::string& id, const std::string& expires_at,
+                            const CancelToken* cancel);
+  Result<Endpoint> GetEndpoint(const std::string& id, int port, bool use_server_proxy,
+                               const CancelToken* cancel);
+  // GET /health at the server root (no auth needed) — reachability; also the clock.
+  Result<int64_t> ServerNowMillis(const CancelToken* cancel);
+  // Any authenticated call that proves the key is accepted.
+  Status CheckAuth(const CancelToken* cancel);
+
+ private:
+  HttpCall Call(std::string method, std::string path) const;
+  HttpCaller* http_;
+  std::string base_url_;
+  std::string api_key_;
+  int64_t timeout_ms_ = 30000;
+};
+
+// Decoders of the server's JSON, exposed for tests and fuzzers.
+Result<SandboxRecord> DecodeSandbox(const std::string& body);
+Result<SandboxPage> DecodeSandboxPage(const std::string& body);
+Result<Endpoint> DecodeEndpoint(const std::string& body);
+
+}  // namespace abx::opensandbox

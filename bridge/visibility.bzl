@@ -1,0 +1,23 @@
+"""Who may depend on each layer of the bridge (docs/ARCHITECTURE.md, Layout).
+
+Each layer is visible to the layers that sit directly on it, and to the tests, fuzzers
+and benchmarks that exercise it. tools/layering checks the same rules on the
+dependency graph and on every #include.
+"""
+
+_TESTING = [
+    "//tests:__subpackages__",
+    "//fuzz:__subpackages__",
+]
+
+BASE_USERS = ["//bridge:__subpackages__"] + _TESTING
+HTTP_USERS = ["//bridge/opensandbox:__pkg__"] + _TESTING
+OPENSANDBOX_USERS = ["//bridge/core:__pkg__"] + _TESTING + ["//bench:__pkg__"]
+CORE_USERS = [
+    "//bridge/api/epp:__pkg__",
+    "//bridge/api/grpc:__pkg__",
+    "//bridge/daemon:__pkg__",
+] + _TESTING
+EPP_USERS = ["//bridge/api/grpc:__pkg__"] + _TESTING
+GRPC_USERS = ["//bridge/daemon:__pkg__"] + _TESTING
+SRCS_USERS = ["//bridge:__pkg__", "//tests/e2e/other_build:__pkg__"]

@@ -1,0 +1,31 @@
+#include "bridge/api/epp/methods.h"
+
+#include <gtest/gtest.h>
+
+namespace abx::epp {
+namespace {
+
+TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
+  for (const char* m :
+       {"sandbox.create", "sandbox.connect", "sandbox.get", "sandbox.list", "sandbox.kill",
+        "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "exec.start", "exec.run",
+        "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
+        "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
+        "files.search", "files.chmod", "ports.url", "provider.info", "provider.doctor"}) {
+    EXPECT_NE(FindHandler(m), nullptr) << m;
+    EXPECT_FALSE(IsUnsupported(m)) << m;
+  }
+}
+
+TEST(MethodsTest, UnsupportedMethodsAreKnownAsSuch) {
+  for (const char* m : {"pty.create", "pty.resize", "code.run", "templates.list", "files.watch",
+                        "files.upload_url", "files.download_url", "process.stdin"}) {
+    EXPECT_TRUE(IsUnsupported(m)) << m;
+    EXPECT_EQ(FindHandler(m), nullptr) << m;
+  }
+  EXPECT_FALSE(IsUnsupported("no.such.method"));
+  EXPECT_EQ(FindHandler("no.such.method"), nullptr);
+}
+
+}  // namespace
+}  // namespace abx::epp

@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""The bridge's typed gRPC API, called from Python the way a user's tooling calls it.
+
+Generates Python stubs from proto/*.proto into a temp dir (as a user would from the
+shipped protos), starts the fake OpenSandbox server and a bridge of its own on a private
+socket, and over `unix:` checks health, reflection, Sandboxes, Exec (collected and
+streamed), Files with binary content, errors as the documented gRPC codes, and that a
+cancelled call cancels the operation in the bridge.
+
+Under Bazel: bazel test //tests/typed:typed_api_test
+By hand, from the workspace root, after
+  bazel build //bridge/daemon:abx-opensandbox-bridge //tests/fake-opensandbox:fake-opensandbox
+run /usr/bin/python3 tests/bridge/api/grpc/typed_api_test.py (Debian's python3-grpcio).
+"""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+import grpc
+
+API_KEY = "typed-test-key-7f3a"
+BRIDGE_REL = "bridge/daemon/abx-opensandbox-bridge"
+FAKE_REL = "tests/fake-opensandbox/fake-opensandbox"
+STD_PROTOS_REL = "tests/bridge/api/grpc/std_protos"
+SERVICES = "abx.opensandbox.v1."
+
+
+def find_root():
+    """The directory holding proto/ and the binaries: Bazel's runfiles, or the workspace."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.getcwd(), os.path.dirname(os.path.dirname(here))):
+        if os.path.exists(os.path.join(candidate, "proto", "sandboxes.proto")):
+            return candidate
+    raise RuntimeError("cannot find proto/sandboxes.proto from %s" % os.getcwd())
+
+
+def find_binary(root, rel):
+    for base in (root, os.path.join(root, "bazel-bin")):
+        path = os.path.join(base, rel)
+        if os.access(path, os.X_OK):
+            return path
+    raise RuntimeError("cannot find %s (build it first)" % rel)
+
+
+def generate_stubs(root, out_dir):
+    """protoc with Debian's grpc_python_plugin; grpc_tools.protoc when there is none.
+
+    The protos use proto3 `optional`, which needs protoc 3.15 or newer (Debian's
+    python3-grpc-tools bundles an older one, so the system protoc comes first)."""
+    protos = sorted(glob.glob(os.path.join(root, "proto", "*.proto")))
+    std_dir = os.path.join(root, STD_PROTOS_REL)
+    std_protos = sorted(glob.glob(os.path.join(std_dir, "*.proto")))
+    protoc = shutil.which("protoc") or "/usr/bin/protoc"
+    plugin = shutil.which("grpc_python_plugin") or "/usr/bin/grpc_python_plugin"
+    if os.access(protoc, os.X_OK) and os.access(plugin, os.X_OK):
+        base = [protoc, "--plugin=protoc-gen-grpc_python=" + plugin]
+    else:
+        base = [sys.executable, "-m", "grpc_tools.protoc"]
+    outs = ["--python_out=" + out_dir, "--grpc_python_out=" + out_dir]
+    for proto_path, files in ((root, protos), (std_dir, std_protos)):
+        subprocess.run(base + ["--proto_path=" + proto_path] + outs + files, check=True)
+    # A regular package, so no other installed `proto` package can shadow it.
+    open(os.path.join(out_dir, "proto", "__init__.py"), "w").close()
+    sys.path.insert(0, out_dir)
+
+
+class Process:
+    """A child process with its output in a log file; stopped by its own pid only."""
+
+    def __init__(self, argv, log_path, env=None, stdin=None):
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        self.popen = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
+                                      stderr=self.log, env=env)
+        self.first_line = b""
+
+    def read_first_line(self, timeout):
+        """The first stdout line; the rest is copied to the log by a thread."""
+        result = {}
+
+        def read():
+            result["line"] = self.popen.stdout.readline()
+            for chunk in iter(lambda: self.popen.stdout.read1(4096), b""):
+                self.log.write(chunk)
+                self.log.flush()
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.time() + timeout
+        while "line" not in result and time.time() < deadline:
+            time.sleep(0.02)
+        self.first_line = result.get("line", b"")
+        return self.first_line.decode(errors="replace").strip()
+
+    def stop(self):
+        if self.popen.poll() is None:
+            if self.popen.stdin:
+                self.popen.stdin.close()
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        self.log.close()
+
+    def log_text(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError as e:
+            return "(no log: %s)" % e
+
+
+class Fake:
+    """The fake OpenSandbox server on a port of its own."""
+
+    def __init__(self, binary, work_dir, name, flags=()):
+        argv = [binary, "--port", "0", "--api-key", API_KEY, "--exit-on-stdin-eof",
+                "--root", os.path.join(work_dir, name + "-root")] + list(flags)
+        self.process = Process(argv, os.path.join(work_dir, name + ".log"),
+                               stdin=subprocess.PIPE)
+        line = self.process.read_first_line(15)
+        prefix = "listening on 127.0.0.1:"
+        if not line.startswith(prefix):
+            self.process.stop()
+            raise RuntimeError("the fake did not start (%r): %s" %
+                               (line, self.process.log_text()))
+        self.port = int(line[len(prefix):])
+        self.base_url = "http://127.0.0.1:%d" % self.port
+
+    def stats(self):
+        with urllib.request.urlopen(self.base_url + "/_fake/stats", timeout=5) as answer:
+            return json.loads(answer.read())
+
+    def stop(self):
+        self.process.stop()
+
+
+class Env:
+    """Everything the tests share: stubs, the fake, the bridge and a channel to it."""
+
+    def __init__(self):
+        self.root = find_root()
+        self.bridge_bin = find_binary(self.root, BRIDGE_REL)
+        self.fake_bin = find_binary(self.root, FAKE_REL)
+        # Under /tmp and short: a Unix socket path must fit in 108 bytes.
+        self.dir = tempfile.mkdtemp(prefix="abxt-", dir="/tmp")
+        os.chmod(self.dir, 0o700)
+        self.fakes = []
+        self.bridge = None
+        self.channel = None
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self):
+        gen = os.path.join(self.dir, "gen")
+        os.mkdir(gen)
+        generate_stubs(self.root, gen)
+        self.fake = self.start_fake("fake")
+        self.socket = os.path.join(self.dir, "b.sock")
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.dir}
+        self.bridge = Process([self.bridge_bin, "serve", "--socket", self.socket,
+                               "--idle-timeout", "0"],
+                              os.path.join(self.dir, "bridge.log"), env=env)
+        self.channel = grpc.insecure_channel("unix:" + self.socket)
+        self.wait_for_bridge()
+
+    def start_fake(self, name, flags=()):
+        fake = Fake(self.fake_bin, self.dir, name, flags)
+        self.fakes.append(fake)
+        return fake
+
+    def wait_for_bridge(self):
+        import health_pb2
+        import health_pb2_grpc
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        deadline = time.time() + 20
+        last = None
+        while time.time() < deadline:
+            if self.bridge.popen.poll() is not None:
+                break
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError as e:
+                last = e
+            time.sleep(0.1)
+        raise RuntimeError("the bridge did not become SERVING (%s); its log:\n%s" %
+                           (last, self.bridge.log_text()))
+
+    def config(self, fake=None, **extra):
+        """The configuration map, as the shim would send it, for `fake`."""
+        config = {"base_url": (fake or self.fake).base_url, "api_key": API_KEY}
+        config.update(extra)
+        return config
+
+    def close(self):
+        if self.channel:
+            self.channel.close()
+        if self.bridge:
+            self.bridge.stop()
+        for fake in self.fakes:
+            fake.stop()
+        failed = getattr(self, "failed", False)
+        if failed:
+            for log in sorted(glob.glob(os.path.join(self.dir, "*.log"))):
+                with open(log, "rb") as f:
+                    sys.stderr.write("\n===== %s =====\n%s" %
+                                     (os.path.basename(log), f.read().decode(errors="replace")))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+ENV = None
+
+
+def setUpModule():
+    global ENV
+    ENV = Env()
+
+
+def tearDownModule():
+    if ENV:
+        ENV.close()
+
+
+def processes_with(marker):
+    """Pids on this host whose command line holds `marker` (the fake runs commands as
+    real processes)."""
+    pids = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as f:
+                if marker.encode() in f.read():
+                    pids.append(int(cmdline.split("/")[2]))
+        except OSError:
+            pass
+    return pids
+
+
+def wait_until(predicate, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def trailers(error):
+    return dict(error.trailing_metadata() or ())
+
+
+class TypedApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        from proto import bridge_pb2, bridge_pb2_grpc
+        from proto import exec_pb2, exec_pb2_grpc
+        from proto import files_pb2, files_pb2_grpc
+        from proto import ports_pb2, ports_pb2_grpc
+        from proto import sandboxes_pb2, sandboxes_pb2_grpc
+        cls.pb = {"bridge": bridge_pb2, "exec": exec_pb2, "files": files_pb2,
+                  "ports": ports_pb2, "sandboxes": sandboxes_pb2}
+        cls.bridge = bridge_pb2_grpc.BridgeStub(ENV.channel)
+        cls.sandboxes = sandboxes_pb2_grpc.SandboxesStub(ENV.channel)
+        cls.exec = exec_pb2_grpc.ExecStub(ENV.channel)
+        cls.files = files_pb2_grpc.FilesStub(ENV.channel)
+        cls.ports = ports_pb2_grpc.PortsStub(ENV.channel)
+        cls.epp = bridge_pb2_grpc.EppSessionStub(ENV.channel)
+
+    def run(self, result=None):
+        result = super().run(result)
+        if result and (result.failures or result.errors):
+            ENV.failed = True
+        return result
+
+    def create_sandbox(self, **fields):
+        sb = self.pb["sandboxes"]
+        sandbox = self.sandboxes.Create(
+            sb.CreateSandboxRequest(config=ENV.config(), **fields), timeout=60)
+        self.addCleanup(self.kill_quietly, sandbox.id)
+        return sandbox
+
+    def kill_quietly(self, sandbox_id):
+        try:
+            self.sandboxes.Kill(self.pb["sandboxes"].KillSandboxRequest(
+                config=ENV.config(), sandbox_id=sandbox_id), timeout=20)
+        except grpc.RpcError:
+            pass
+
+    # -- standard services ------------------------------------------------------------
+
+    def test_health_reports_serving(self):
+        import health_pb2
+        import health_pb2_grpc
+        stub = health_pb2_grpc.HealthStub(ENV.channel)
+        for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
+                        SERVICES + "Ports"):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
+
+    def test_reflection_lists_and_describes_the_services(self):
+        import reflection_pb2
+        import reflection_pb2_grpc
+        from google.protobuf import descriptor_pb2
+        stub = reflection_pb2_grpc.ServerReflectionStub(ENV.channel)
+        requests = [reflection_pb2.ServerReflectionRequest(list_services=""),
+                    reflection_pb2.ServerReflectionRequest(
+                        file_containing_symbol=SERVICES + "Exec")]
+        replies = list(stub.ServerReflectionInfo(iter(requests), timeout=10))
+        self.assertEqual(len(replies), 2)
+        names = {s.name for s in replies[0].list_services_response.service}
+        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports"):
+            self.assertIn(SERVICES + expected, names)
+        self.assertIn("grpc.health.v1.Health", names)
+
+        files = replies[1].file_descriptor_response.file_descriptor_proto
+        self.assertTrue(files, replies[1])
+        described = descriptor_pb2.FileDescriptorProto.FromString(files[0])
+        self.assertEqual(described.name, "proto/exec.proto")
+        service = {s.name: s for s in described.service}["Exec"]
+        methods = {m.name: m for m in service.method}
+        self.assertEqual(set(methods), {"Run", "Start", "Logs"})
+        self.assertTrue(methods["Start"].server_streaming)
+        self.assertFalse(methods["Run"].server_streaming)
+
+    # -- the sandbox life ---------------------------------------------------------------
+
+    def test_create_exec_files_kill(self):
+        sb, ex, fs = self.pb["sandboxes"], self.pb["exec"], self.pb["files"]
+        config = ENV.config()
+        sandbox = self.create_sandbox(metadata={"suite": "typed"})
+        self.assertTrue(sandbox.id)
+        self.assertEqual(sandbox.state, "Running")
+        self.assertEqual(sandbox.template, "base")
+        self.assertEqual(dict(sandbox.metadata), {"suite": "typed"})
+
+        got = self.sandboxes.Get(sb.GetSandboxRequest(config=config, sandbox_id=sandbox.id),
+                                 timeout=20)
+        self.assertEqual(got.id, sandbox.id)
+        listed = self.sandboxes.List(sb.ListSandboxesRequest(config=config,
+                                                             metadata={"suite": "typed"}),
+                                     timeout=20)
+        self.assertIn(sandbox.id, [s.id for s in listed.sandboxes])
+
+        # Exec.Run: everything collected.
+        ran = self.exec.Run(ex.RunCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                 command="echo hi"), timeout=30)
+        self.assertEqual(ran.stdout, b"hi\n")
+        self.assertEqual(ran.stderr, b"")
+        self.assertTrue(ran.HasField("exit_code"))
+        self.assertEqual(ran.exit_code, 0)
+        self.assertFalse(ran.timed_out)
+
+        ran = self.exec.Run(ex.RunCommandRequest(
+            config=config, sandbox_id=sandbox.id,
+            argv=["bash", "-c", "echo \"$1\" >&2; exit 3", "-", "it's $HOME"]), timeout=30)
+        self.assertEqual(ran.exit_code, 3)
+        self.assertEqual(ran.stderr, b"it's $HOME\n")
+
+        # (stdin is not exercised: the fake runs commands on the host, where the
+        # stdin file the bridge uploads into the sandbox is not at its sandbox path.)
+        ran = self.exec.Run(ex.RunCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                 command='printf %s "$GREETING"',
+                                                 env={"GREETING": "hello there"}), timeout=30)
+        self.assertEqual(ran.stdout, b"hello there\n")  # a last line gains its "\n"
+
+        # Exec.Start: started, outputs with seq 0, 1, …, exactly one exit, last.
+        events = list(self.exec.Start(ex.StartCommandRequest(
+            config=config, sandbox_id=sandbox.id,
+            command="echo one; echo two >&2; sleep 0.2; echo three; exit 7"), timeout=30))
+        kinds = [e.WhichOneof("event") for e in events]
+        self.assertEqual(kinds[0], "started", kinds)
+        self.assertTrue(events[0].started.exec_id)
+        self.assertEqual(kinds[-1], "exit", kinds)
+        self.assertEqual(kinds.count("exit"), 1, kinds)
+        self.assertEqual(kinds.count("started"), 1, kinds)
+        outputs = [e.output for e in events if e.WhichOneof("event") == "output"]
+        self.assertEqual([o.seq for o in outputs], list(range(len(outputs))))
+        out = b"".join(o.data for o in outputs if o.stream == ex.OUTPUT_STREAM_STDOUT)
+        err = b"".join(o.data for o in outputs if o.stream == ex.OUTPUT_STREAM_STDERR)
+        self.assertEqual(out, b"one\nthree\n")
+        self.assertEqual(err, b"two\n")
+        exit_event = events[-1].exit
+        self.assertTrue(exit_event.HasField("exit_code"))
+        self.assertEqual(exit_event.exit_code, 7)
+        self.assertFalse(exit_event.cancelled)
+        self.assertFalse(exit_event.HasField("error"))
+
+        # Detached: only `started`; the output is read with Logs.
+        events = list(self.exec.Start(ex.StartCommandRequest(
+            config=config, sandbox_id=sandbox.id, command="echo in-background",
+            detached=True), timeout=30))
+        self.assertEqual([e.WhichOneof("event") for e in events], ["started"])
+        exec_id = events[0].started.exec_id
+        logs = None
+
+        def finished():
+            nonlocal logs
+            logs = self.exec.Logs(ex.ExecLogsRequest(config=config, sandbox_id=sandbox.id,
+                                                     exec_id=exec_id), timeout=10)
+            # Both conditions: the core reads the output before the status, so a command
+            # ending in between shows `running: false` with its last output missing.
+            return not logs.running and b"in-background" in logs.data
+        self.assertTrue(wait_until(finished, 10), logs)
+        self.assertEqual(logs.data, b"in-background\n")
+        self.assertEqual(logs.exit_code, 0)
+
+        # Files: binary content round-trips byte for byte.
+        blob = bytes(range(256)) * 300 + b"\x00\xff\xfe"
+        written = self.files.Write(fs.WriteFileRequest(
+            config=config, sandbox_id=sandbox.id, path="/tmp/typed/blob.bin", data=blob,
+            mode="0600"), timeout=30)
+        self.assertEqual(written.size, len(blob))
+        read = self.files.Read(fs.ReadFileRequest(config=config, sandbox_id=sandbox.id,
+                                                  path="/tmp/typed/blob.bin"), timeout=30)
+        self.assertEqual(read.data, blob)
+        self.assertEqual(read.size, len(blob))
+        self.assertTrue(read.eof)
+        part = self.files.Read(fs.ReadFileRequest(config=config, sandbox_id=sandbox.id,
+                                                  path="/tmp/typed/blob.bin", offset=250,
+                                                  length=10), timeout=30)
+        self.assertEqual(part.data, blob[250:260])
+        self.assertFalse(part.eof)
+        stat = self.files.Stat(fs.StatFileRequest(config=config, sandbox_id=sandbox.id,
+                                                  path="/tmp/typed/blob.bin"), timeout=30)
+        self.assertEqual((stat.type, stat.size, stat.mode), ("file", len(blob), "0600"))
+        entries = self.files.List(fs.ListFilesRequest(config=config, sandbox_id=sandbox.id,
+                                                      path="/tmp/typed"), timeout=30)
+        self.assertIn("blob.bin", [e.name for e in entries.entries])
+
+        url = self.ports.Url(self.pb["ports"].PortUrlRequest(
+            config=config, sandbox_id=sandbox.id, port=8080), timeout=20)
+        self.assertTrue(url.url.startswith("http://"), url)
+
+        # Kill is idempotent.
+        killed = self.sandboxes.Kill(sb.KillSandboxRequest(config=config,
+                                                           sandbox_id=sandbox.id), timeout=20)
+        self.assertTrue(killed.killed)
+        again = self.sandboxes.Kill(sb.KillSandboxRequest(config=config,
+                                                          sandbox_id=sandbox.id), timeout=20)
+        self.assertFalse(again.killed)
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def upstream_requests_during(self, action):
+        """Lifecycle requests the fake saw while `action` ran."""
+        before = ENV.fake.stats()["requests"]
+        action()
+        return ENV.fake.stats()["requests"] - before
+
+    def test_invalid_config_is_invalid_argument_and_sends_nothing(self):
+        sb = self.pb["sandboxes"]
+        for config, field in ((ENV.config(ready_timeout="abc"), "config.ready_timeout"),
+                              (ENV.config(no_such_field="1"), "config.no_such_field"),
+                              ({"base_url": "ftp://example"}, "config.base_url")):
+            caught = []
+
+            def create():
+                try:
+                    self.sandboxes.Create(sb.CreateSandboxRequest(config=config), timeout=20)
+                except grpc.RpcError as e:
+                    caught.append(e)
+            self.assertEqual(self.upstream_requests_during(create), 0, field)
+            self.assertEqual(len(caught), 1, "Create with a bad %s succeeded" % field)
+            error = caught[0]
+            self.assertEqual(error.code(), grpc.StatusCode.INVALID_ARGUMENT, error)
+            self.assertIn(field, error.details())
+            self.assertEqual(trailers(error).get("abx-field"), field)
+
+    def test_secrets_stay_out_of_errors(self):
+        ex = self.pb["exec"]
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.exec.Run(ex.RunCommandRequest(config=ENV.config(api_key="wrong-" + API_KEY),
+                                               sandbox_id="sbx-x", command="true"), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.PERMISSION_DENIED,
+                         caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8003")
+        self.assertNotIn(API_KEY, caught.exception.details())
+        self.assertNotIn(API_KEY, ENV.bridge.log_text())
+
+    def test_unknown_sandbox_is_not_found_with_its_epp_code(self):
+        sb = self.pb["sandboxes"]
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Get(sb.GetSandboxRequest(config=ENV.config(),
+                                                    sandbox_id="sbx-does-not-exist"),
+                               timeout=20)
+        error = caught.exception
+        self.assertEqual(error.code(), grpc.StatusCode.NOT_FOUND, error)
+        self.assertTrue(error.details().startswith("E8005: "), error.details())
+        self.assertEqual(trailers(error).get("abx-epp-code"), "E8005")
+        self.assertEqual(trailers(error).get("abx-http-status"), "404")
+
+    def test_missing_fields_are_invalid_argument(self):
+        ex, fs = self.pb["exec"], self.pb["files"]
+        cases = [
+            (lambda: self.exec.Run(ex.RunCommandRequest(config=ENV.config(),
+                                                        command="true"), timeout=10),
+             "sandbox_id"),
+            (lambda: self.exec.Run(ex.RunCommandRequest(config=ENV.config(), sandbox_id="s",
+                                                        command="x", argv=["y"]), timeout=10),
+             "command"),
+            (lambda: self.files.Read(fs.ReadFileRequest(config=ENV.config(), sandbox_id="s"),
+                                     timeout=10), "path"),
+            (lambda: self.files.Write(fs.WriteFileRequest(config=ENV.config(), sandbox_id="s",
+                                                          path="/a", mode="rw"), timeout=10),
+             "mode"),
+        ]
+        for call, field in cases:
+            with self.assertRaises(grpc.RpcError) as caught:
+                call()
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT,
+                             caught.exception)
+            self.assertEqual(trailers(caught.exception).get("abx-field"), field)
+
+    # -- cancellation ----------------------------------------------------------------------
+
+    def test_cancelled_start_interrupts_the_command(self):
+        ex = self.pb["exec"]
+        sandbox = self.create_sandbox()
+        marker = "31.%d7" % os.getpid()  # a sleep no other test runs
+        call = self.exec.Start(ex.StartCommandRequest(
+            config=ENV.config(), sandbox_id=sandbox.id,
+            command="echo ready; sleep " + marker), timeout=60)
+        events = iter(call)
+        self.assertEqual(next(events).WhichOneof("event"), "started")
+        self.assertEqual(next(events).output.data, b"ready\n")
+        # Polled: while bash execs `sleep`, /proc/PID/cmdline can read empty for a moment.
+        self.assertTrue(wait_until(lambda: processes_with(marker), 5), "the command is not running")
+        call.cancel()
+        stats = lambda: self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5)
+        self.assertTrue(wait_until(lambda: stats().streams_active == 0, 8),
+                        "the bridge still follows the cancelled command")
+        self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
+                        "the cancelled command still runs")
+
+    def test_cancelled_create_kills_the_half_made_sandbox(self):
+        sb = self.pb["sandboxes"]
+        slow = ENV.start_fake("never-running", ["--faults", '{"never_running":true}'])
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(slow)), timeout=1.5)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertGreaterEqual(slow.stats()["requests"], 2, "no sandbox was ever created")
+        self.assertTrue(wait_until(lambda: slow.stats()["live_sandboxes"] == 0, 8),
+                        "the cancelled Create left its sandbox behind: %s" % slow.stats())
+
+    def test_calls_are_counted(self):
+        before = self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5).requests_total
+        sb = self.pb["sandboxes"]
+        self.sandboxes.List(sb.ListSandboxesRequest(config=ENV.config(), limit=1), timeout=20)
+        after = self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5).requests_total
+        self.assertEqual(after - before, 1)
+
+    # -- the EPP session's front door, as the shim uses it ------------------------------
+
+    def session_inputs(self, *rest):
+        bp = self.pb["bridge"]
+        return iter([bp.SessionInput(start=bp.SessionStart(config=ENV.config()))] + list(rest))
+
+    def test_session_puts_a_line_back_together_from_its_parts(self):
+        bp = self.pb["bridge"]
+        line = json.dumps({"jsonrpc": "2.0", "id": 41, "method": "initialize",
+                           "params": {"protocol": "EPP/1"}}).encode()
+        inputs = self.session_inputs(
+            bp.SessionInput(line_part=line[:7]), bp.SessionInput(line_part=line[7:30]),
+            bp.SessionInput(line=line[30:]),
+            bp.SessionInput(line=b'{"jsonrpc":"2.0","id":42,"method":"provider.info"}'),
+            bp.SessionInput(line=b'{"jsonrpc":"2.0","method":"exit"}'))
+        outputs = list(self.epp.Run(inputs, timeout=20))
+        self.assertEqual([o.response_id for o in outputs], ["41", "42"])
+        for output in outputs:
+            self.assertIn("result", json.loads(output.line), output.line)
+
+    def test_session_refuses_line_parts_past_the_line_limit(self):
+        bp = self.pb["bridge"]
+        parts = [bp.SessionInput(line_part=b"x" * (1 << 20)) for _ in range(9)]
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(self.epp.Run(self.session_inputs(*parts), timeout=20))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("line parts of more than 8388608 bytes", caught.exception.details())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -15,6 +15,7 @@
 #define TOML_ASSERT(expr) static_cast<void>(0)
 #include <toml++/toml.h>
 
+#include "common/config_fields.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -22,23 +23,6 @@ namespace abx {
 namespace {
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
-
-// The OpenSandbox SDK's own variables, honoured after ours.
-const std::map<std::string, std::string>& NativeVariables() {
-  static const auto* variables = new std::map<std::string, std::string>{
-      {"api_key", "OPEN_SANDBOX_API_KEY"},
-      {"domain", "OPEN_SANDBOX_DOMAIN"},
-      {"protocol", "OPEN_SANDBOX_PROTOCOL"},
-      {"use_server_proxy", "OPEN_SANDBOX_USE_SERVER_PROXY"},
-  };
-  return *variables;
-}
-
-std::string OurVariable(const std::string& field) {
-  std::string name = "ABX_OPENSANDBOX_";
-  for (char c : field) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
-}
 
 template <typename T>
 std::string Streamed(const T& value) {
@@ -148,9 +132,9 @@ void ReadConfigFile(const std::string& path, std::map<std::string, std::string>*
     *error = path + ": `providers.opensandbox` must be a table";
     return;
   }
-  for (const std::string& field : ConfigFieldNames()) {
-    if (const toml::node* node = section.as_table()->get(field)) {
-      (*file_values)[field] = FileValueText(*node);
+  for (const config::Field& field : config::kFields) {
+    if (const toml::node* node = section.as_table()->get(field.name)) {
+      (*file_values)[field.name] = FileValueText(*node);
     }
   }
 }
@@ -161,17 +145,6 @@ bool FileExists(const std::string& path) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& ConfigFieldNames() {
-  static const auto* fields = new std::vector<std::string>{
-      "base_url",          "domain",          "protocol",           "api_key",
-      "use_server_proxy",  "default_image",   "image_aliases",      "entrypoint",
-      "ready_timeout",     "request_timeout", "default_timeout",    "registry_username",
-      "registry_password", "network_policy",  "platform",           "secure_access",
-      "execd_access_token",
-  };
-  return *fields;
-}
 
 std::string ConfigFilePath(const std::string& home) { return home + "/.abx/config.toml"; }
 
@@ -193,25 +166,24 @@ ResolvedConfig ResolveConfig(const EnvironmentLookup& env, const std::string& ho
     }
   }
 
-  for (const std::string& field : ConfigFieldNames()) {
-    std::vector<std::string> variables = {OurVariable(field)};
-    auto native = NativeVariables().find(field);
-    if (native != NativeVariables().end()) variables.push_back(native->second);
+  for (const config::Field& field : config::kFields) {
+    std::vector<std::string> variables = {config::OwnVariable(field)};
+    if (field.native_variable != nullptr) variables.push_back(field.native_variable);
     bool found = false;
     for (const std::string& variable : variables) {
       const char* value = env(variable.c_str());
       if (value != nullptr && value[0] != '\0') {
-        config.values[field] = value;
-        config.sources[field] = "env:" + variable;
+        config.values[field.name] = value;
+        config.sources[field.name] = "env:" + variable;
         found = true;
         break;
       }
     }
     if (found) continue;
-    auto from_file = file_values.find(field);
+    auto from_file = file_values.find(field.name);
     if (from_file != file_values.end()) {
-      config.values[field] = std::move(from_file->second);
-      config.sources[field] = "file:" + file_path;
+      config.values[field.name] = std::move(from_file->second);
+      config.sources[field.name] = "file:" + file_path;
     }
   }
   return config;

@@ -5,7 +5,8 @@
 // defaults at `initialize`, so a malformed value is refused there with -32602 naming
 // the field, and the shim never has to understand a value.
 //
-// Precedence per field (EPP/1 §6):
+// The fields and their native variables are the table of common/config_fields.h.
+// Precedence per field (docs/epp1.md §6):
 //   ABX_OPENSANDBOX_<FIELD>                     e.g. ABX_OPENSANDBOX_API_KEY
 //   the OpenSandbox-native variable, if any     OPEN_SANDBOX_API_KEY, _DOMAIN, _PROTOCOL,
 //                                               _USE_SERVER_PROXY
@@ -28,9 +29,6 @@ namespace abx {
 
 // Set, with the parser's message, when ~/.abx/config.toml exists but cannot be used.
 inline constexpr char kConfigFileErrorField[] = "_config_file_error";
-
-// Every field of the configuration table, in manifest order.
-const std::vector<std::string>& ConfigFieldNames();
 
 struct ResolvedConfig {
   // field → raw value. Holds secrets: never log it.

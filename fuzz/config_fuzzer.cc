@@ -16,6 +16,7 @@
 #include <rapidjson/document.h>
 
 #include "bridge/core/config.h"
+#include "common/config_fields.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 
@@ -24,10 +25,8 @@ namespace {
 using abx::fuzz::Printable;
 
 bool IsSecret(const std::string& name) {
-  for (const auto& field : abx::core::ConfigFields()) {
-    if (name == field.name) return field.secret;
-  }
-  return false;
+  const abx::config::Field* field = abx::config::FindField(name);
+  return field != nullptr && field->secret;
 }
 
 // `raw` with every non-empty secret replaced by a marker that cannot occur by chance
@@ -47,13 +46,13 @@ bool HasMarker(const std::string& text) { return text.find(kMarker) != std::stri
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider provider(data, size);
-  const auto& fields = abx::core::ConfigFields();
+  const auto& fields = abx::config::kFields;
   std::map<std::string, std::string> raw;
   const size_t count = provider.ConsumeIntegralInRange<size_t>(0, 8);
   for (size_t i = 0; i < count; ++i) {
-    const size_t pick = provider.ConsumeIntegralInRange<size_t>(0, fields.size());
+    const size_t pick = provider.ConsumeIntegralInRange<size_t>(0, std::size(fields));
     // One pick past the table: a field name of the fuzzer's own.
-    std::string name = pick < fields.size() ? fields[pick].name
+    std::string name = pick < std::size(fields) ? fields[pick].name
                                             : provider.ConsumeRandomLengthString(20);
     std::string value = provider.ConsumeRandomLengthString(1 << 16);
     if (provider.ConsumeBool()) value = abx::fuzz::ExpandRepeats(value);

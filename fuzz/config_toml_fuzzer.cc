@@ -17,6 +17,7 @@
 #include <string>
 
 #include "bridge/core/config.h"
+#include "common/config_fields.h"
 #include "epp-shim/config_resolver.h"
 #include "fuzz/check.h"
 
@@ -70,8 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       },
       home);
 
-  const auto& names = abx::ConfigFieldNames();
-  const std::set<std::string> known(names.begin(), names.end());
+  std::set<std::string> known;
+  for (const abx::config::Field& field : abx::config::kFields) known.insert(field.name);
   const bool file_error = resolved.values.count(abx::kConfigFileErrorField) > 0;
   for (const auto& [field, value] : resolved.values) {
     FUZZ_CHECK(known.count(field) || field == abx::kConfigFileErrorField, "field [%s]",

@@ -13,8 +13,8 @@
 #include <rapidjson/document.h>
 #include <rapidjson/memorystream.h>
 
-#include "bridge/base/error_codes.h"
 #include "bridge/api/epp/jsonrpc.h"
+#include "bridge/base/error_codes.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 

@@ -4,7 +4,7 @@
 The targets read their input through libFuzzer's FuzzedDataProvider, which takes
 strings from the front of the input and integers from its back; Input below lays
 seeds out the same way, so each seed is a real-looking case (an EPP/1 line from
-epp1.md, an execd event stream from the API digest §2.5, a lifecycle body from §1.5)
+docs/epp1.md, an execd event stream from docs/opensandbox.md §2.4, a lifecycle body from §1.4)
 with the cut points and modes the target should start from. Run it again after
 changing a target's input layout: python3 fuzz/make_seeds.py
 """

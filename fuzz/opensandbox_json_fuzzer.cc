@@ -13,11 +13,11 @@
 
 #include <rapidjson/document.h>
 
+#include "bridge/api/epp/jsonrpc.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/opensandbox/error_body.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
-#include "bridge/api/epp/jsonrpc.h"
 #include "fuzz/check.h"
 #include "fuzz/hostile_text.h"
 

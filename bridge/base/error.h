@@ -11,7 +11,7 @@
 
 namespace abx {
 
-// EPP/1 error codes (docs/epp1.md, Errors), plus the JSON-RPC codes the host also sees.
+// EPP/1 error codes (docs/epp1.md §4), plus the JSON-RPC codes the host also sees.
 enum class ErrorCode {
   kNotInitialized,   // E8001: not initialized, protocol mismatch, internal fault
   kUnreachable,      // E8002: server, execd or the bridge unreachable

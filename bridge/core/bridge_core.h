@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/config.h"
 #include "bridge/base/error.h"
-#include "bridge/opensandbox/http_caller.h"
+#include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/opensandbox/http_caller.h"
 
 namespace abx::core {
 

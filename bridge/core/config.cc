@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "bridge/base/json.h"
+#include "common/config_fields.h"
 
 namespace abx::core {
 namespace {
@@ -125,37 +126,6 @@ Status ParsePlatform(const std::string& text, ProviderConfig* config) {
 
 }  // namespace
 
-const std::vector<ConfigField>& ConfigFields() {
-  static const std::vector<ConfigField> kFields = {
-      {"base_url", false, "", nullptr,
-       "OpenSandbox server URL, with or without a trailing /v1. Overrides domain and protocol."},
-      {"domain", false, "localhost:8080", "OPEN_SANDBOX_DOMAIN",
-       "Server host[:port][/path], used when base_url is unset."},
-      {"protocol", false, "http", "OPEN_SANDBOX_PROTOCOL", "http or https, used with domain."},
-      {"api_key", true, "", "OPEN_SANDBOX_API_KEY", "Sent as OPEN-SANDBOX-API-KEY."},
-      {"use_server_proxy", false, "false", "OPEN_SANDBOX_USE_SERVER_PROXY",
-       "Reach execd and ports through the server's proxy path instead of the direct endpoint."},
-      {"default_image", false, "python:3.12-slim", nullptr, "Image of the template `base`."},
-      {"image_aliases", false, "{}", nullptr, "JSON object (or TOML table): template alias → image."},
-      {"entrypoint", false, "[\"tail\",\"-f\",\"/dev/null\"]", nullptr,
-       "Default entrypoint (JSON array); code-interpreter images default to their own."},
-      {"ready_timeout", false, "60", nullptr,
-       "Seconds sandbox.create/resume wait for Running and a live execd."},
-      {"request_timeout", false, "30", nullptr, "Deadline in seconds of each upstream request."},
-      {"default_timeout", false, "600", nullptr,
-       "Sandbox lifetime in seconds when create names none (0: no expiry)."},
-      {"registry_username", false, "", nullptr, "Registry user for private images."},
-      {"registry_password", true, "", nullptr, "Registry password for private images."},
-      {"network_policy", false, "", nullptr,
-       "JSON egress policy, e.g. {\"defaultAction\":\"deny\",\"egress\":[…]}."},
-      {"platform", false, "", nullptr, "os/arch of the sandbox, e.g. linux/arm64."},
-      {"secure_access", false, "false", nullptr, "Ask for secure access (Kubernetes gateway)."},
-      {"execd_access_token", true, "", nullptr,
-       "X-EXECD-ACCESS-TOKEN, only when execd was started with a token."},
-  };
-  return kFields;
-}
-
 Result<bool> ParseBool(const std::string& field, const std::string& text) {
   const std::string t = Lower(Trim(text));
   if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
@@ -178,9 +148,9 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
     if (name == "_config_file_error") {
       return InvalidParams("config_file", "~/.abx/config.toml cannot be read: " + value);
     }
-    bool known = false;
-    for (const ConfigField& f : ConfigFields()) known = known || name == f.name;
-    if (!known) return InvalidParams(name, "unknown configuration field " + name);
+    if (config::FindField(name) == nullptr) {
+      return InvalidParams(name, "unknown configuration field " + name);
+    }
   }
   ProviderConfig config;
   auto url = LifecycleUrl(raw);
@@ -245,7 +215,7 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
 std::map<std::string, std::string> RedactedView(const std::map<std::string, std::string>& raw,
                                                 const ProviderConfig& config) {
   std::map<std::string, std::string> out;
-  for (const ConfigField& f : ConfigFields()) {
+  for (const config::Field& f : config::kFields) {
     auto it = raw.find(f.name);
     std::string value = it != raw.end() ? it->second : f.default_text;
     if (f.secret && !value.empty()) value = "***";

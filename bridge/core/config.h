@@ -1,7 +1,8 @@
 #pragma once
 // The provider's configuration as the bridge uses it: typed, validated, with defaults.
 // The shim resolves precedence (environment, ~/.abx/config.toml) and sends raw strings;
-// this file is the single place that knows each field's type, default and secrecy.
+// the fields, their defaults and secrecy are the table of common/config_fields.h, and
+// this file is the one place that knows each field's type.
 
 #include <map>
 #include <string>
@@ -33,17 +34,6 @@ struct ProviderConfig {
   // served to a session holding another. In memory only; holds the key itself.
   std::string CredentialScope() const { return lifecycle_url + '\n' + api_key; }
 };
-
-struct ConfigField {
-  const char* name;
-  bool secret;
-  const char* default_text;  // as documented; "" when none
-  const char* native_env;    // OpenSandbox-native variable, or nullptr
-  const char* description;
-};
-
-// Every field of the configuration table, in documentation order.
-const std::vector<ConfigField>& ConfigFields();
 
 // Validates raw values (field → text) and applies defaults. A malformed value is
 // -32602 naming the field. `overrides` are provider_options of one request, applied on

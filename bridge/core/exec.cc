@@ -8,12 +8,12 @@
 #include <random>
 #include <thread>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/base/json.h"
 #include "bridge/base/log.h"
-#include "bridge/core/shell_quote.h"
 #include "bridge/base/time_util.h"
 #include "bridge/base/utf8.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/shell_quote.h"
 
 namespace abx::core {
 namespace {

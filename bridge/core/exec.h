@@ -11,10 +11,10 @@
 #include <string>
 
 #include "bridge/base/cancel.h"
-#include "bridge/core/config.h"
 #include "bridge/base/error.h"
-#include "bridge/core/output_assembler.h"
+#include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/output_assembler.h"
 
 namespace abx::core {
 

@@ -5,8 +5,8 @@
 #include <random>
 
 #include "bridge/base/json.h"
-#include "bridge/core/shell_quote.h"
 #include "bridge/base/time_util.h"
+#include "bridge/core/shell_quote.h"
 
 namespace abx::core {
 namespace {

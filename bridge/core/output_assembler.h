@@ -1,5 +1,5 @@
 #pragma once
-// Turns execd's line events back into output bytes, as EPP/1 §3 defines: execd sends one
+// Turns execd's line events back into output bytes, as docs/epp1.md §3 defines: execd sends one
 // event per line with the terminator removed (a blank line as exactly "\n" from v1.0.17
 // on; dropped by v1.0.16 and older), so each line gets its "\n" back. Consecutive events
 // of one stream are merged into one chunk up to a size limit, and chunks are cut only

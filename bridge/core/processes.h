@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bridge/base/cancel.h"
-#include "bridge/core/config.h"
 #include "bridge/base/error.h"
+#include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
 
 namespace abx::core {

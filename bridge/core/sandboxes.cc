@@ -133,7 +133,7 @@ Status Sandboxes::WaitUntilUsable(const std::string& id, std::string state, int6
     }
     state = record->state;
   }
-  // 2. execd answers: Running does not mean execd is up (API-DIGEST §1.6).
+  // 2. execd answers: Running does not mean execd is up (docs/opensandbox.md §1.5).
   bool reported = false;
   for (;;) {
     if (cancel->cancelled()) return Cancelled("sandbox.create");

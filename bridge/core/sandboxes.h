@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "bridge/base/cancel.h"
-#include "bridge/core/config.h"
 #include "bridge/base/error.h"
-#include "bridge/opensandbox/lifecycle_client.h"
+#include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/opensandbox/lifecycle_client.h"
 
 namespace abx::core {
 

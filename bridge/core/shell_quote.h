@@ -1,5 +1,5 @@
 #pragma once
-// execd runs only shell strings (`bash -c`), never an argv (API-DIGEST §2.4). These
+// execd runs only shell strings (`bash -c`), never an argv (docs/opensandbox.md §2.3). These
 // turn an argv into a string bash reads back as exactly those words.
 
 #include <string>

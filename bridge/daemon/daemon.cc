@@ -10,14 +10,14 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_posix.h>
 
-#include "bridge/daemon/allocator.h"
 #include "bridge/api/grpc/bridge_service.h"
-#include "bridge/base/log.h"
-#include "bridge/api/grpc/serving_state.h"
 #include "bridge/api/grpc/epp_service.h"
+#include "bridge/api/grpc/serving_state.h"
+#include "bridge/api/grpc/typed_services.h"
+#include "bridge/base/log.h"
+#include "bridge/daemon/allocator.h"
 #include "bridge/daemon/memory_trimmer.h"
 #include "bridge/daemon/request_pool.h"
-#include "bridge/api/grpc/typed_services.h"
 #include "bridge/daemon/unix_listener.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"

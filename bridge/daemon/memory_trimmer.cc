@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "bridge/daemon/allocator.h"
-#include "bridge/base/log.h"
 #include "bridge/api/grpc/serving_state.h"
+#include "bridge/base/log.h"
+#include "bridge/daemon/allocator.h"
 #include "common/file_pages.h"
 
 namespace abx::daemon {

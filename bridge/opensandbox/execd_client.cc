@@ -6,10 +6,10 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/json.h"
+#include "bridge/http/url.h"
+#include "bridge/opensandbox/execd_events.h"
 #include "bridge/opensandbox/multipart.h"
 #include "bridge/opensandbox/upload_body_source.h"
-#include "bridge/opensandbox/execd_events.h"
-#include "bridge/http/url.h"
 
 namespace abx::opensandbox {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 using http::PercentEncode;
 
 // A caller that stops at a command's terminal event leaves execd's stream open for its
-// grace period (~1 s, API-DIGEST §2.6). The rest is read in the background for up to
+// grace period (~1 s, docs/opensandbox.md §2.5). The rest is read in the background for up to
 // this long, so the connection goes back to the pool for the next session instead of
 // being closed mid-response (which cost one new TCP connection per command).
 constexpr int64_t kStreamDrainMs = 3000;

@@ -1,5 +1,5 @@
 #pragma once
-// execd, the API inside each sandbox (API-DIGEST §2): commands over its line-framed event
+// execd, the API inside each sandbox (docs/opensandbox.md §2): commands over its line-framed event
 // stream, command status and logs, files and directories.
 
 #include <cstdint>

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <thread>
 
-#include "bridge/opensandbox/error_body.h"
 #include "bridge/http/http_client.h"
+#include "bridge/opensandbox/error_body.h"
 
 namespace abx::opensandbox {
 namespace {

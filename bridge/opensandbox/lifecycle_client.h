@@ -1,5 +1,5 @@
 #pragma once
-// The OpenSandbox lifecycle REST API (API-DIGEST §1) for one server and credential.
+// The OpenSandbox lifecycle REST API (docs/opensandbox.md §1) for one server and credential.
 
 #include <cstdint>
 #include <map>

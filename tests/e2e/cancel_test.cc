@@ -1,4 +1,4 @@
-// Ending commands early (epp1.md §1, §2, §3): `$/cancel` of exec.run and exec.start,
+// Ending commands early (docs/epp1.md §1, §2, §3): `$/cancel` of exec.run and exec.start,
 // command timeouts, and end of stdin with a command still attached.
 
 #include <unistd.h>

@@ -130,7 +130,7 @@ TEST_F(ConnectionReuseNoGraceTest, BackToBackSessionsReuseTheBridgesConnections)
   RunSessionsAndCount(kSessions, Millis(0), kMaxConnections);
 }
 
-// execd's real ~1 s grace after a command's last event (API-DIGEST §2.6, the fake's
+// execd's real ~1 s grace after a command's last event (docs/opensandbox.md §2.5, the fake's
 // default): the bridge stops reading at the terminal event but the rest of the stream is
 // read out in the background, so once the grace is over the connection is reused. (A
 // session that starts within the grace of the previous one needs a connection of its own:

@@ -1,7 +1,7 @@
 #pragma once
 
 // The notifications of one attached exec.start, gathered and checked against the rules
-// of epp1.md §3: `exec.output` seq from 0 and rising by one, stream stdout|stderr, data a
+// of docs/epp1.md §3: `exec.output` seq from 0 and rising by one, stream stdout|stderr, data a
 // string; exactly one `exec.exit`, and nothing for that exec_id after it; none of it
 // before the exec.start response.
 

@@ -1,5 +1,5 @@
 // What a session sees when the server misbehaves (the fake's /_fake/faults), and options
-// refused before anything is sent (epp1.md §3 provider_options, §4 errors).
+// refused before anything is sent (docs/epp1.md §3 provider_options, §4 errors).
 
 #include <string>
 #include <thread>

@@ -1,4 +1,4 @@
-// files.rw end to end (epp1.md §3): write, read (whole, ranged, base64), stat, list,
+// files.rw end to end (docs/epp1.md §3): write, read (whole, ranged, base64), stat, list,
 // move, remove, and E8005 for a missing path.
 
 #include <algorithm>

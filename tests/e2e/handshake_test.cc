@@ -1,4 +1,4 @@
-// EPP/1 session rules (epp1.md §1, §2, §4): the handshake, JSON-RPC's own errors,
+// EPP/1 session rules (docs/epp1.md §1, §2, §4): the handshake, JSON-RPC's own errors,
 // unsupported methods, and how a session ends.
 
 #include <string>

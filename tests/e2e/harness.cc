@@ -290,7 +290,7 @@ void TestEnv::TearDown() {
   if (!root_dir_.empty()) StopBridge();
   if (fake_) fake_->Stop();
 
-  // EPP/1 §1: nothing but JSON-RPC objects on stdout, ever.
+  // docs/epp1.md §1: nothing but JSON-RPC objects on stdout, ever.
   for (size_t i = 0; i < shims_.size(); ++i) {
     for (const std::string& violation : shims_[i]->ProtocolViolations()) {
       ADD_FAILURE() << "shim " << i << " wrote a non-JSON-RPC line to stdout: " << violation;

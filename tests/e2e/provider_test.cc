@@ -1,4 +1,4 @@
-// The rest of the method table end to end (../shared/epp1.md §3, docs/mapping.md):
+// The rest of the method table end to end (docs/epp1.md §3, docs/mapping.md):
 // exec options (env, cwd, stdin, user), detached commands and exec.logs, process.*,
 // list paging and filters, set_timeout on the server's clock, pause/resume,
 // use_server_proxy, ports.url, the read cap, modes, E8008 writes, error mapping,

@@ -1,4 +1,4 @@
-// The secrets sweep (epp1.md §4: a secret never appears in a message, a log line,
+// The secrets sweep (docs/epp1.md §4: a secret never appears in a message, a log line,
 // provider.info or provider.doctor; the project's rule adds: nor in any argv or
 // environment of a process the provider starts).
 //

@@ -145,7 +145,7 @@ TEST_F(SliceTest, ExecRunArgvReachesTheProgramUnchanged) {
   ASSERT_FALSE(response->IsError()) << response->raw;
   EXPECT_EQ(GetInt(response->result(), "exit_code", -999), 0) << response->raw;
   // Upstream execd reports lines without their terminators, so the provider gives the
-  // last line its "\n" back (epp1.md §3, exec.output): "a b|$HOME|it's|" arrives with
+  // last line its "\n" back (docs/epp1.md §3, exec.output): "a b|$HOME|it's|" arrives with
   // one appended. Everything before it must be byte for byte what printf printed.
   EXPECT_EQ(GetString(response->result(), "stdout"), "a b|$HOME|it's|\n") << response->raw;
   EXPECT_EQ(GetString(response->result(), "stderr"), "") << response->raw;
@@ -174,7 +174,7 @@ TEST_F(SliceTest, ExecRunArgvSurvivesShellMetacharacters) {
   EXPECT_EQ(GetString(response->result(), "stdout"), expected) << "argv " << argv;
 }
 
-// epp1.md §3, exec.output: each execd line gets its "\n" back; "\r\n" and a lone "\r"
+// docs/epp1.md §3, exec.output: each execd line gets its "\n" back; "\r\n" and a lone "\r"
 // arrive as "\n"; execd >= 1.0.17 keeps blank lines.
 TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1019) {
   REQUIRE_FAKE("an execd of a chosen version (--execd-version)");

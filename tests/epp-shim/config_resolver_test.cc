@@ -1,5 +1,7 @@
 #include "epp-shim/config_resolver.h"
 
+#include "common/config_fields.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,14 +85,14 @@ TEST(ConfigResolverTest, OurVariableBeatsNativeBeatsFile) {
 
 TEST(ConfigResolverTest, EveryFieldHasItsOwnVariable) {
   std::map<std::string, std::string> variables;
-  for (const std::string& field : ConfigFieldNames()) {
+  for (const config::Field& field : config::kFields) {
     std::string name = "ABX_OPENSANDBOX_";
-    for (char c : field) name += static_cast<char>(toupper(c));
-    variables[name] = "v-" + field;
+    for (const char* c = field.name; *c != '\0'; ++c) name += static_cast<char>(toupper(*c));
+    variables[name] = std::string("v-") + field.name;
   }
   FakeEnvironment env(variables);
   ResolvedConfig config = ResolveConfig(env.lookup(), "");
-  ASSERT_EQ(config.values.size(), ConfigFieldNames().size());
+  ASSERT_EQ(config.values.size(), std::size(config::kFields));
   EXPECT_EQ(config.values["execd_access_token"], "v-execd_access_token");
   EXPECT_EQ(config.sources["execd_access_token"], "env:ABX_OPENSANDBOX_EXECD_ACCESS_TOKEN");
   EXPECT_EQ(config.sources["use_server_proxy"], "env:ABX_OPENSANDBOX_USE_SERVER_PROXY");

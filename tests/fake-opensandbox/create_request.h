@@ -2,7 +2,7 @@
 
 // POST /sandboxes body: pydantic's field checks (422 with FastAPI's detail list), the
 // model validator (422 value_error), then the Docker/Kubernetes service checks (400
-// {code,message}), in upstream's order (digest §1.4).
+// {code,message}), in upstream's order (docs/opensandbox.md §1.3).
 
 #include <cstdint>
 #include <optional>

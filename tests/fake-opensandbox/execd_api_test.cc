@@ -1,4 +1,5 @@
-// execd of an in-process fake, checked against digest §2 and §4.
+// execd of an in-process fake, checked against docs/opensandbox.md §2 and "What is
+// faithful" in tests/fake-opensandbox/README.md.
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

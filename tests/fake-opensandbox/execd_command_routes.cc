@@ -1,5 +1,5 @@
 // POST /command (SSE), DELETE /command?id=, GET /command/status/{id},
-// GET /command/{id}/logs?cursor= (digest §2.4-2.8).
+// GET /command/{id}/logs?cursor= (docs/opensandbox.md §2.3–2.9).
 
 #include <sys/stat.h>
 #include <unistd.h>

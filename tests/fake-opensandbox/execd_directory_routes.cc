@@ -1,4 +1,4 @@
-// GET /directories/list, POST /directories, DELETE /directories (digest §2.11).
+// GET /directories/list, POST /directories, DELETE /directories (docs/opensandbox.md §2.11).
 
 #include <dirent.h>
 #include <sys/stat.h>

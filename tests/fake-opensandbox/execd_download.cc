@@ -1,4 +1,4 @@
-// GET /files/download (digest §2.10): plain bytes (Go's http.ServeContent headers), a
+// GET /files/download (docs/opensandbox.md §2.10): plain bytes (Go's http.ServeContent headers), a
 // single byte Range -> 206, or offset/limit line mode.
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // /files/info, DELETE /files, /files/permissions, /files/mv, /files/search,
-// /files/replace (digest §2.10). Paths in answers are sandbox paths.
+// /files/replace (docs/opensandbox.md §2.10). Paths in answers are sandbox paths.
 
 #include <dirent.h>
 #include <fnmatch.h>

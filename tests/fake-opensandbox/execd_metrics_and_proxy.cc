@@ -1,5 +1,5 @@
 // GET /metrics (simple host numbers over a 1 s sample, as upstream takes >= 1 s) and
-// the execd port proxy /proxy/<P>/... -> 127.0.0.1:<P>/... (digest §2.12-2.13).
+// the execd port proxy /proxy/<P>/... -> 127.0.0.1:<P>/... (docs/opensandbox.md §2.12).
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// POST /files/upload (digest §2.10): multipart parts `metadata` and `file`, paired in
+// POST /files/upload (docs/opensandbox.md §2.10): multipart parts `metadata` and `file`, paired in
 // order. Like Go's form parser, only parts with a filename count as files, so a
 // `metadata` part sent as a plain form value is ignored and the upload fails with
 // INVALID_FILE_METADATA. File parts are streamed to temp files (no size limit, no

@@ -23,7 +23,7 @@ const std::regex& ProxyPathPattern() {
   return pattern;
 }
 
-// Paths the real server serves without an API key (digest §1.1).
+// Paths the real server serves without an API key (docs/opensandbox.md §1.1).
 bool IsAuthExempt(const std::string& path) {
   for (const char* prefix : {"/health", "/docs", "/redoc", "/openapi.json"}) {
     if (path.rfind(prefix, 0) == 0) return true;

@@ -1,6 +1,6 @@
 #pragma once
 
-// execd's FileInfo (digest §2.10): {path, type, size, modified_at, created_at, owner,
+// execd's FileInfo (docs/opensandbox.md §2.10): {path, type, size, modified_at, created_at, owner,
 // group, mode} from lstat(2). `mode` is the permission bits written in octal digits read
 // as a decimal number (0644 -> 644); times are Go RFC3339Nano; owner/group are names,
 // or the numeric id as a string when there is no name.

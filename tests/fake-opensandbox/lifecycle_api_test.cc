@@ -1,4 +1,5 @@
-// The lifecycle API of an in-process fake, checked against digest §1 and §4.
+// The lifecycle API of an in-process fake, checked against docs/opensandbox.md §1 and
+// "What is faithful" in tests/fake-opensandbox/README.md.
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 
 namespace fake_opensandbox {
 
-// Lifecycle routes are mounted at the root and under /v1 (digest §1.1).
+// Lifecycle routes are mounted at the root and under /v1 (docs/opensandbox.md §1.1).
 inline constexpr char kV1Prefix[] = "(?:/v1)?";
 
 struct LifecycleContext {

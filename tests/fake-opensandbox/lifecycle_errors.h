@@ -1,6 +1,6 @@
 #pragma once
 
-// Error bodies of the lifecycle server (digest §1.2):
+// Error bodies of the lifecycle server (docs/opensandbox.md §1.2):
 //   * service errors: {"code":"<NS>::<CODE>","message":"..."} (exactly two keys);
 //   * request validation: FastAPI's 422 {"detail":[{"type","loc","msg","input","ctx"?}]}.
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Lifecycle response bodies (digest §1.5): pydantic field order, null fields omitted,
+// Lifecycle response bodies (docs/opensandbox.md §1.4): pydantic field order, null fields omitted,
 // UTC timestamps with microseconds only when non-zero.
 
 #include <string>

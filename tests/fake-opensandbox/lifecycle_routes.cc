@@ -1,4 +1,4 @@
-// The lifecycle API (digest §1.3-1.9): sandboxes CRUD, pause/resume, renew, metadata,
+// The lifecycle API (docs/opensandbox.md §1.3–1.10): sandboxes CRUD, pause/resume, renew, metadata,
 // endpoints, /health, and the snapshot routes a runtime without snapshots answers.
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 
-// execd's line framing of foreground command output (digest §2.7), one instance per
+// execd's line framing of foreground command output (docs/opensandbox.md §2.7), one instance per
 // stream (stdout, stderr):
 //   * a line ends at '\n' or '\r'; "\r\n" is one terminator, also across reads;
 //   * the terminator is not part of the event text;

@@ -1,7 +1,7 @@
 #pragma once
 
 // The sandboxes of the fake lifecycle server: their records, their state machine
-// (digest §1.6-1.8, Docker or Kubernetes flavour) and a timer thread that makes TTL
+// (docs/opensandbox.md §1.5–1.9, Docker or Kubernetes flavour) and a timer thread that makes TTL
 // expiry and the Kubernetes Pausing/Resuming transitions really happen.
 //
 // A sandbox is a directory <root>/<id>/ plus an execd listener; "removing" one kills its

@@ -1,4 +1,4 @@
-// The lifecycle server's reverse proxy /sandboxes/<id>/proxy/<P>/... (digest §1.10),
+// The lifecycle server's reverse proxy /sandboxes/<id>/proxy/<P>/... (docs/opensandbox.md §1.10),
 // reachable without an API key. It forwards to the sandbox's execd listener as
 // /proxy/<P>/..., which serves execd itself for P=44772 and other ports of the host
 // otherwise; answers (SSE included) are streamed through as they arrive.

@@ -1,6 +1,6 @@
 #pragma once
 
-// execd's stream events (digest §2.5-2.6): one compact Go-style JSON object followed by
+// execd's stream events (docs/opensandbox.md §2.4–2.6): one compact Go-style JSON object followed by
 // "\n\n", no `data:` prefix. Keys in execd's order: type, text, execution_count,
 // execution_time, timestamp, results, error; zero values omitted.
 

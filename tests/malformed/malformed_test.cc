@@ -1,7 +1,7 @@
 // Malformed EPP/1 lines sent to the real shim, which forwards them to the real bridge:
 // not JSON (-32700, id null), not a request (-32600), too long (E8008, the id when it
 // comes first), and the odd bytes a host or a broken pipe can produce (NUL, CRLF, empty
-// lines, invalid UTF-8, a megabyte id, nesting 100k deep). epp1.md §1 and §4 say what
+// lines, invalid UTF-8, a megabyte id, nesting 100k deep). docs/epp1.md §1 and §4 say what
 // each gets; after every one the same session still answers provider.info.
 
 #include <signal.h>
@@ -18,7 +18,7 @@
 namespace abx::e2e {
 namespace {
 
-constexpr size_t kMaxLine = 8388608;  // epp1.md §1, newline excluded
+constexpr size_t kMaxLine = 8388608;  // docs/epp1.md §1, newline excluded
 
 // How long one answer may take. Generous on purpose: the whole suite on 2 cores, or a
 // sanitizer build, makes an 8 MiB line take seconds. A right answer never waits for it,
@@ -279,7 +279,7 @@ TEST_F(MalformedTest, GarbageBetweenRequestsSpoilsNothing) {
     EXPECT_FALSE(response->IsError()) << response->raw;
   }
   ExpectSessionAnswers();
-  // Answers may come in any order (epp1.md §1): the garbage lines' may still be due.
+  // Answers may come in any order (docs/epp1.md §1): the garbage lines' may still be due.
   std::vector<MessagePtr> nulls;
   for (const auto deadline = Clock::now() + kAnswerTimeout; Clock::now() < deadline;) {
     nulls = shim_->ResponsesForIdJson("null");

@@ -29,13 +29,13 @@
 #include <optional>
 #include <string_view>
 
-#include "bridge/base/cancel.h"
-#include "bridge/base/task_runner.h"
-#include "bridge/core/config.h"
-#include "bridge/base/error.h"
-#include "bridge/core/files.h"
 #include "bridge/api/epp/write_prefix.h"
 #include "bridge/base/body_source.h"
+#include "bridge/base/cancel.h"
+#include "bridge/base/error.h"
+#include "bridge/base/task_runner.h"
+#include "bridge/core/config.h"
+#include "bridge/core/files.h"
 
 namespace abx::core {
 class BridgeCore;

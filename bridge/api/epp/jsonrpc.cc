@@ -10,9 +10,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "bridge/api/epp/json_tape.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/base/utf8.h"
-#include "bridge/api/epp/json_tape.h"
 #include "common/json_text.h"
 
 namespace abx::epp {

@@ -1,5 +1,5 @@
 #pragma once
-// The method table of EPP/1 (../shared/epp1.md §3): every method this provider serves,
+// The method table of EPP/1 (docs/epp1.md §3): every method this provider serves,
 // and the ones it refuses with E8004 before anything is sent upstream.
 
 #include <string>
@@ -21,7 +21,7 @@ using Handler = Result<std::string> (*)(Request&);
 Handler FindHandler(std::string_view method);
 
 // Whether a request runs a command the host is attached to, so that end of stdin cancels
-// it (epp1.md §1): exec.run always, exec.start unless `detached` is true.
+// it (docs/epp1.md §1): exec.run always, exec.start unless `detached` is true.
 bool AttachesHost(std::string_view method, const rapidjson::Value& params);
 
 // Methods of undeclared features (`pty.*`, `code.run`, …): always E8004.

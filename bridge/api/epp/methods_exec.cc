@@ -1,16 +1,16 @@
 // exec.run, exec.stream, exec.detached; exec.logs.
 #include <atomic>
 
-#include "bridge/core/bridge_core.h"
-#include "bridge/base/error_codes.h"
-#include "bridge/core/exec.h"
-#include "bridge/base/json.h"
-#include "bridge/core/shell_quote.h"
-#include "bridge/base/utf8.h"
 #include "bridge/api/epp/jsonrpc.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/error_codes.h"
+#include "bridge/base/json.h"
+#include "bridge/base/utf8.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/exec.h"
+#include "bridge/core/shell_quote.h"
 
 namespace abx::epp {
 namespace {

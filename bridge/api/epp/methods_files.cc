@@ -1,14 +1,14 @@
 // files.rw and the files.search / files.chmod extensions.
-#include "bridge/base/base64.h"
-#include "bridge/core/bridge_core.h"
-#include "bridge/core/files.h"
-#include "bridge/base/json.h"
-#include "bridge/base/utf8.h"
 #include "bridge/api/epp/early_write.h"
 #include "bridge/api/epp/jsonrpc.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/base64.h"
+#include "bridge/base/json.h"
+#include "bridge/base/utf8.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/files.h"
 
 namespace abx::epp {
 namespace {

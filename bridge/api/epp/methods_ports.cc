@@ -1,10 +1,10 @@
 // ports.url
-#include "bridge/core/bridge_core.h"
-#include "bridge/base/json.h"
-#include "bridge/core/ports.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/json.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/ports.h"
 
 namespace abx::epp {
 

@@ -1,10 +1,10 @@
 // process.manage (partial: process.stdin is E8004; an exec_id takes only SIGKILL).
-#include "bridge/core/bridge_core.h"
-#include "bridge/base/json.h"
-#include "bridge/core/processes.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/json.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/processes.h"
 
 namespace abx::epp {
 namespace {

@@ -2,16 +2,16 @@
 #include <cstdlib>
 #include <unistd.h>
 
-#include "bridge/core/bridge_core.h"
-#include "bridge/core/diagnostics.h"
-#include "bridge/core/exec.h"
-#include "bridge/base/json.h"
-#include "bridge/core/sandboxes.h"
-#include "bridge/base/time_util.h"
 #include "bridge/api/epp/features.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/json.h"
+#include "bridge/base/time_util.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/diagnostics.h"
+#include "bridge/core/exec.h"
+#include "bridge/core/sandboxes.h"
 #include "common/build_id.h"
 #include "common/version.h"
 

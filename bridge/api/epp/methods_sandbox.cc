@@ -1,12 +1,12 @@
 // sandbox.lifecycle, sandbox.timeout, sandbox.pause.
-#include <set>
 
-#include "bridge/core/bridge_core.h"
-#include "bridge/base/json.h"
-#include "bridge/core/sandboxes.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/json.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/sandboxes.h"
+#include "common/config_fields.h"
 
 namespace abx::epp {
 namespace {
@@ -26,12 +26,10 @@ std::string SandboxJson(const core::Sandbox& s) {
   return out;
 }
 
-// provider_options of one create: only the whitelisted fields (../shared/epp1.md §3),
-// applied over the session's configuration with the same validation.
+// provider_options of one create: only the fields a request may set
+// (common/config_fields.h, per_request; docs/epp1.md §3), applied over the session's
+// configuration with the same validation.
 Result<core::ProviderConfig> EffectiveConfig(Request& req) {
-  static const std::set<std::string> kAllowed = {
-      "default_image", "image_aliases",     "entrypoint",     "ready_timeout", "registry_username",
-      "registry_password", "network_policy", "platform", "secure_access"};
   const rapidjson::Value* options = Params(req.params()).Raw("provider_options");
   if (!options) return req.session().config();
   if (!options->IsObject()) {
@@ -40,7 +38,8 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req) {
   std::map<std::string, std::string> raw = req.session().origin().config;
   for (auto& m : options->GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
-    if (!kAllowed.count(key)) {
+    const config::Field* field = config::FindField(key);
+    if (field == nullptr || !field->per_request) {
       Error e = MakeError(ErrorCode::kUnsupported,
                                       "provider_options." + key + " is not an option a request may set");
       e.field = "provider_options." + key;

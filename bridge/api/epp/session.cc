@@ -2,15 +2,15 @@
 
 #include <vector>
 
-#include "bridge/core/bridge_core.h"
-#include "bridge/base/error_codes.h"
-#include "bridge/base/log.h"
-#include "bridge/base/utf8.h"
 #include "bridge/api/epp/early_write.h"
 #include "bridge/api/epp/features.h"
 #include "bridge/api/epp/jsonrpc.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/write_prefix.h"
+#include "bridge/base/error_codes.h"
+#include "bridge/base/log.h"
+#include "bridge/base/utf8.h"
+#include "bridge/core/bridge_core.h"
 #include "common/version.h"
 
 namespace abx::epp {

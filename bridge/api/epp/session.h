@@ -17,9 +17,9 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/cancel.h"
+#include "bridge/base/error.h"
 #include "bridge/base/task_runner.h"
 #include "bridge/core/config.h"
-#include "bridge/base/error.h"
 
 namespace abx::core {
 class BridgeCore;
@@ -105,7 +105,7 @@ class Session {
   std::shared_ptr<EarlyWrite> StartEarlyWrite(std::string_view first_bytes);
   void OnOversizedLine(const std::string& prefix, int64_t length);
   // End of stdin: the host is gone, so the commands it attached to are cancelled
-  // (../shared/epp1.md §1); other requests may still finish and be answered.
+  // (docs/epp1.md §1); other requests may still finish and be answered.
   void OnEndOfInput();
   // The shim itself went away (or `exit`): cancel everything in flight.
   void OnHostGone();

@@ -4,11 +4,12 @@
 #include <string>
 #include <utility>
 
-#include "bridge/base/log.h"
 #include "bridge/api/epp/early_write.h"
 #include "bridge/api/epp/features.h"
 #include "bridge/api/epp/line_assembler.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/log.h"
+#include "common/config_fields.h"
 
 namespace abx::api {
 namespace {
@@ -61,7 +62,8 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
   origin.replay_initialize = start.replay_initialize();
   origin.shim_pid = start.shim_pid();
   for (const auto& [field, value] : origin.config) {
-    if (field == "api_key" || field == "registry_password" || field == "execd_access_token") {
+    const config::Field* known = config::FindField(field);
+    if (known != nullptr && known->secret) {
       log::RegisterSecret(value);
     }
   }

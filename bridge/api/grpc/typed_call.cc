@@ -6,6 +6,7 @@
 #include "bridge/api/grpc/grpc_status.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/base/log.h"
+#include "common/config_fields.h"
 
 namespace abx::api {
 namespace {
@@ -64,7 +65,7 @@ Status TypedCall::Begin(const google::protobuf::Map<std::string, std::string>& r
   }
   std::map<std::string, std::string> raw(raw_config.begin(), raw_config.end());
   // Registered before validation: a value that fails to parse may still be a real key.
-  for (const core::ConfigField& field : core::ConfigFields()) {
+  for (const config::Field& field : config::kFields) {
     auto it = raw.find(field.name);
     if (field.secret && it != raw.end()) log::RegisterSecret(it->second);
   }

@@ -22,10 +22,10 @@
 #include <string>
 #include <thread>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/base/cancel.h"
-#include "bridge/core/config.h"
 #include "bridge/base/error.h"
+#include "bridge/core/bridge_core.h"
+#include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
 
 namespace abx::api {

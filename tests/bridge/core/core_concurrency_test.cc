@@ -18,8 +18,8 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/base/cancel.h"
+#include "bridge/core/bridge_core.h"
 #include "bridge/core/config.h"
 #include "bridge/core/exec.h"
 #include "bridge/core/files.h"

@@ -61,7 +61,7 @@ Seen Parse(const std::string& input, const std::vector<size_t>& cuts = {}) {
   return seen;
 }
 
-// The framing execd really sends (digest §2.5–2.6), with a multi-byte text.
+// The framing execd really sends (docs/opensandbox.md §2.4–2.6), with a multi-byte text.
 const std::string kExecdStream =
     "{\"type\":\"init\",\"text\":\"9f0c1d2e3f405162738495a6b7c8d9e0\",\"timestamp\":1718000000000}\n\n"
     "{\"type\":\"ping\",\"text\":\"pong\",\"timestamp\":1718000000001}\n\n"
@@ -217,7 +217,7 @@ TEST(SseParserTest, RawControlCharactersAndBadUtf8AreGarbageEscapedOnesAreText) 
 }
 
 TEST(SseParserTest, BareObjectWithoutTypeIsItsOwnKind) {
-  // What execd appends to a session stream when the run times out (digest §2.9).
+  // What execd appends to a session stream when the run times out (docs/opensandbox.md §2.12).
   Seen seen = Parse(
       "{\"type\":\"init\",\"text\":\"s\"}\n\n"
       "{\"code\":\"RUNTIME_ERROR\",\"message\":\"error running in session. timeout after 5s\"}\n\n");

@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/api/epp/early_write.h"
 #include "bridge/api/epp/line_assembler.h"
+#include "bridge/core/bridge_core.h"
 #include "tests/bridge/api/epp/in_process_host.h"
 #include "tests/bridge/api/epp/session_fixture.h"
 #include "tests/e2e/base64_encode.h"

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/core/bridge_core.h"
 #include "tests/e2e/epp_session.h"
 
 namespace abx::epp::testing {
@@ -76,7 +76,7 @@ class RecordingSink final : public LineSink {
   std::vector<std::string> problems_;
 };
 
-// The notifications of one attached exec.start, checked against epp1.md §3: exec.output
+// The notifications of one attached exec.start, checked against docs/epp1.md §3: exec.output
 // seq from 0 rising by one, stream stdout|stderr; exactly one exec.exit and nothing after
 // it; none of it before the exec.start answer.
 struct ExecTrace {

@@ -1,4 +1,4 @@
-// abx-provider.toml must declare exactly what `initialize` returns (../shared/epp1.md §5),
+// abx-provider.toml must declare exactly what `initialize` returns (docs/epp1.md §5),
 // and have a [config.*] entry, with the right secrecy, for every configuration field.
 #include <toml++/toml.h>
 
@@ -8,8 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/config.h"
 #include "bridge/api/epp/features.h"
+#include "bridge/core/config.h"
+#include "common/config_fields.h"
 
 namespace abx::epp {
 namespace {
@@ -52,17 +53,16 @@ TEST(ManifestTest, EveryConfigFieldIsDeclaredWithItsSecrecyAndEnvironment) {
   toml::table m = Manifest();
   const toml::table* config = m["config"].as_table();
   ASSERT_NE(config, nullptr);
-  EXPECT_EQ(config->size(), core::ConfigFields().size());
-  for (const core::ConfigField& f : core::ConfigFields()) {
+  EXPECT_EQ(config->size(), std::size(config::kFields));
+  for (const config::Field& f : config::kFields) {
     const toml::table* entry = (*config)[f.name].as_table();
     ASSERT_NE(entry, nullptr) << f.name;
     EXPECT_EQ((*entry)["secret"].value_or(!f.secret), f.secret) << f.name;
     EXPECT_EQ((*entry)["default"].value_or(std::string("?")), f.default_text) << f.name;
     std::set<std::string> env = Strings((*entry)["env"].as_array());
-    std::string upper;
-    for (const char* c = f.name; *c; ++c) upper += static_cast<char>(std::toupper(*c));
-    EXPECT_TRUE(env.count("ABX_OPENSANDBOX_" + upper)) << f.name;
-    if (f.native_env) EXPECT_TRUE(env.count(f.native_env)) << f.name;
+    EXPECT_TRUE(env.count(config::OwnVariable(f))) << f.name;
+    if (f.native_variable) EXPECT_TRUE(env.count(f.native_variable)) << f.name;
+    EXPECT_EQ(env.size(), f.native_variable ? 2u : 1u) << f.name;
     EXPECT_FALSE((*entry)["description"].value_or(std::string()).empty()) << f.name;
   }
 }

@@ -179,7 +179,7 @@ TEST_F(SessionTest, EndOfInputCancelsOnlyAttachedCommands) {
   MessagePtr written = host->sink().WaitResponse(write, kAnswerTimeout);
   EXPECT_TRUE(written && GetInt(written->result(), "size") == static_cast<int64_t>(payload.size()))
       << Describe(written);
-  // The host still reads answers after its stdin ended (epp1.md §1): the detached
+  // The host still reads answers after its stdin ended (docs/epp1.md §1): the detached
   // command's output is there to be read back.
   std::string logs;
   for (const auto until = Clock::now() + kAnswerTimeout;

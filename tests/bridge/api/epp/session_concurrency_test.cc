@@ -17,8 +17,8 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/bridge_core.h"
 #include "bridge/base/log.h"
+#include "bridge/core/bridge_core.h"
 #include "bridge/http/http_client.h"
 #include "tests/bridge/api/epp/in_process_host.h"
 #include "tests/bridge/api/epp/session_fixture.h"

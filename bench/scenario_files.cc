@@ -16,11 +16,11 @@
 
 #include <rapidjson/document.h>
 
-#include "bench/base64.h"
 #include "bench/clock.h"
 #include "bench/cpu_meter.h"
 #include "bench/scenarios.h"
 #include "bench/transfer_floor.h"
+#include "bridge/base/base64.h"
 
 namespace abx::bench {
 namespace {

@@ -10,9 +10,9 @@ _TESTING = [
     "//fuzz:__subpackages__",
 ]
 
-BASE_USERS = ["//bridge:__subpackages__"] + _TESTING
+BASE_USERS = ["//bridge:__subpackages__", "//bench:__pkg__"] + _TESTING
 HTTP_USERS = ["//bridge/opensandbox:__pkg__"] + _TESTING
-OPENSANDBOX_USERS = ["//bridge/core:__pkg__"] + _TESTING + ["//bench:__pkg__"]
+OPENSANDBOX_USERS = ["//bridge/core:__pkg__"] + _TESTING
 CORE_USERS = [
     "//bridge/api/epp:__pkg__",
     "//bridge/api/grpc:__pkg__",

@@ -11,6 +11,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "common/percent_encoding.h"
 #include "common/platform.h"
 
 namespace abx {
@@ -100,7 +101,8 @@ struct GrpcConnection::Callbacks {
       for (char c : text) code = c >= '0' && c <= '9' && code < 1000 ? code * 10 + (c - '0') : -1;
       self->grpc_status_ = code < 0 ? grpc_protocol::kUnknown : code;
     } else if (key == "grpc-message") {
-      self->grpc_message_ = grpc_protocol::PercentDecode(text);
+      // grpc-message is percent-encoded; a malformed escape is kept, as gRPC's decoder does.
+      self->grpc_message_ = PercentDecodeLenient(text);
     }
     return 0;
   }

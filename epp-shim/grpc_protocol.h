@@ -38,10 +38,6 @@ struct Status {
 inline constexpr size_t kMessagePrefixBytes = 5;
 std::string MessagePrefix(size_t payload_size);
 
-// grpc-message is percent-encoded (every byte outside 0x20-0x7e and '%' itself). A
-// malformed escape is kept as it is, as gRPC's own decoder does.
-std::string PercentDecode(std::string_view text);
-
 // The status a response gets when its HTTP status is not 200 (gRPC's mapping for
 // responses without grpc-status).
 int CodeForHttpStatus(int http_status);

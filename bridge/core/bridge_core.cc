@@ -1,7 +1,6 @@
 #include "bridge/core/bridge_core.h"
 
 #include <algorithm>
-#include <thread>
 #include <tuple>
 
 namespace abx::core {
@@ -24,27 +23,12 @@ Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
   return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http)));
 }
 
-BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http) : http_(std::move(http)) {}
+BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http)
+    : http_(std::move(http)), background_(kMaxBackgroundThreads) {}
 
-BridgeCore::~BridgeCore() {
-  std::unique_lock<std::mutex> lock(background_mu_);
-  background_cv_.wait(lock, [this] { return background_tasks_ == 0; });
-}
+BridgeCore::~BridgeCore() = default;
 
-void BridgeCore::RunInBackground(std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(background_mu_);
-    ++background_tasks_;
-  }
-  std::thread([this, task = std::move(task)]() mutable {
-    task();
-    task = nullptr;  // what it holds goes before the core may
-    // Notified under the lock: the destructor may run as soon as the count is zero.
-    std::lock_guard<std::mutex> lock(background_mu_);
-    --background_tasks_;
-    background_cv_.notify_all();
-  }).detach();
-}
+void BridgeCore::RunInBackground(std::function<void()> task) { background_.Run(std::move(task)); }
 
 std::shared_ptr<EndpointCache> BridgeCore::EndpointCacheFor(const ProviderConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);

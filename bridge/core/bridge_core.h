@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <functional>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "bridge/base/error.h"
+#include "bridge/core/background_tasks.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/opensandbox/http_caller.h"
@@ -51,9 +51,13 @@ class BridgeCore {
   };
   std::vector<CachedSandbox> CachedSandboxes() const;
 
-  // Runs `task` on a thread of its own, for work that may outlive the request that
-  // started it (a cancel's interrupt of a command at execd). The core waits for every
-  // such task when it is destroyed, so none uses the HTTP client after it is gone.
+  // Runs `task` on one of at most kMaxBackgroundThreads threads (queued when all are
+  // busy), for work that may outlive the request that started it (a cancel's interrupt
+  // of a command at execd, which then waits up to a grace period for the command's end).
+  // A storm of cancels thus costs at most that many threads; a queued interrupt waits for
+  // a thread whose command ended. The core waits for every such task when it is
+  // destroyed, so none uses the HTTP client after it is gone.
+  static constexpr size_t kMaxBackgroundThreads = 16;
   void RunInBackground(std::function<void()> task);
 
   // Held by a running exec stream, for the stats.
@@ -79,9 +83,8 @@ class BridgeCore {
   std::atomic<int64_t> early_writes_used_{0};
   std::atomic<int64_t> early_writes_dropped_{0};
   std::atomic<int64_t> streams_active_{0};
-  std::mutex background_mu_;
-  std::condition_variable background_cv_;
-  int background_tasks_ = 0;  // guarded by background_mu_
+  // Last: destroyed first, waiting for its tasks while everything they use still exists.
+  BackgroundTasks background_;
 };
 
 }  // namespace abx::core

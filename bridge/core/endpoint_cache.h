@@ -1,6 +1,6 @@
 #pragma once
 // State kept for one server and one credential: the execd endpoints of its sandboxes.
-// Sessions holding the same server URL and API key share one Upstream; a session with
+// Sessions holding the same server URL and API key share one EndpointCache; a session with
 // another key gets another, so a cached endpoint is never served across credentials.
 
 #include <chrono>

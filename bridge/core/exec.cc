@@ -96,6 +96,41 @@ std::string CommandBody(const std::string& command, const std::string& cwd, bool
   return body + "}";
 }
 
+Result<ExecSpec> ValidateExec(ExecRequest request) {
+  if (request.sandbox_id.empty()) return InvalidParams("sandbox_id", "sandbox_id is required");
+  if (request.argv.has_value() == request.command.has_value()) {
+    return InvalidParams(request.argv ? "command" : "argv",
+                         "exactly one of argv (array) or command (string) is required");
+  }
+  ExecSpec spec;
+  if (request.argv) {
+    if (request.argv->empty()) return InvalidParams("argv", "argv must not be empty");
+    for (const std::string& word : *request.argv) {
+      if (word.find('\0') != std::string::npos) {
+        return InvalidParams("argv", "argv words cannot hold NUL characters");
+      }
+    }
+    spec.command = ShellJoin(*request.argv);
+  } else {
+    if (request.command->find_first_not_of(" \t\r\n") == std::string::npos) {
+      return InvalidParams("command", "command must not be blank");
+    }
+    spec.command = std::move(*request.command);
+  }
+  if (request.timeout_s && !(*request.timeout_s > 0)) {
+    return InvalidParams(request.timeout_field,
+                         std::string(request.timeout_field) + " must be positive");
+  }
+  spec.sandbox_id = std::move(request.sandbox_id);
+  spec.env = std::move(request.env);
+  spec.cwd = std::move(request.cwd);
+  spec.user = std::move(request.user);
+  spec.stdin_data = std::move(request.stdin_data);
+  spec.timeout_s = request.timeout_s;
+  spec.detached = request.detached;
+  return spec;
+}
+
 Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(opensandbox::ExecdClient& execd,
                                                                       const std::string& user,
                                                                       CancelToken* cancel) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
@@ -30,6 +31,26 @@ struct ExecSpec {
   std::optional<double> timeout_s;
   bool detached = false;
 };
+
+// A command request as a front door read it (EPP params or a typed request), before the
+// checks both doors share. Exactly one of `argv` and `command` must be set.
+struct ExecRequest {
+  std::string sandbox_id;
+  std::optional<std::vector<std::string>> argv;
+  std::optional<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string user;
+  std::optional<std::string> stdin_data;
+  std::optional<double> timeout_s;
+  const char* timeout_field = "timeout";  // the request's name for it, for errors
+  bool detached = false;
+};
+
+// The one validation of a command request: a sandbox id, exactly one of a non-empty argv
+// without NUL characters (quoted into a shell string, shell_quote.h) or a command that is
+// not blank, a positive timeout. A failure is -32602 naming the field.
+Result<ExecSpec> ValidateExec(ExecRequest request);
 
 struct ExecExit {
   std::optional<int> exit_code;  // only what execd reported; never made up

@@ -19,6 +19,7 @@
 
 #include "bridge/daemon/daemon.h"
 #include "bridge/daemon/sandboxes_command.h"
+#include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
 #include "common/version.h"
@@ -46,37 +47,6 @@ int Usage(FILE* out) {
 std::unique_ptr<pb::Bridge::Stub> Connect(const std::string& socket) {
   return pb::Bridge::NewStub(
       grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
-}
-
-int Status(const std::string& socket) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  pb::StatsReply reply;
-  grpc::Status status = Connect(socket)->Stats(&context, pb::StatsRequest(), &reply);
-  if (!status.ok()) {
-    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
-                 status.error_message().c_str());
-    return 1;
-  }
-  std::printf(
-      "{\"socket\":\"%s\",\"pid\":%d,\"build_id\":\"%s\",\"version\":\"%s\",\"uptime_s\":%lld,"
-      "\"sessions_active\":%lld,\"sessions_total\":%lld,\"requests_total\":%lld,"
-      "\"upstream_requests\":%lld,\"upstream_connections\":%lld,\"cached_sandboxes\":%lld,"
-      "\"streams_active\":%lld,\"peak_rss_bytes\":%lld,\"draining\":%s,"
-      "\"early_writes_used\":%lld,\"early_writes_dropped\":%lld}\n",
-      socket.c_str(), reply.pid(), reply.build_id().c_str(), reply.version().c_str(),
-      static_cast<long long>(reply.uptime_seconds()),
-      static_cast<long long>(reply.sessions_active()),
-      static_cast<long long>(reply.sessions_total()),
-      static_cast<long long>(reply.requests_total()),
-      static_cast<long long>(reply.upstream_requests()),
-      static_cast<long long>(reply.upstream_connections()),
-      static_cast<long long>(reply.cached_sandboxes()),
-      static_cast<long long>(reply.streams_active()),
-      static_cast<long long>(reply.peak_rss_bytes()), reply.draining() ? "true" : "false",
-      static_cast<long long>(reply.early_writes_used()),
-      static_cast<long long>(reply.early_writes_dropped()));
-  return 0;
 }
 
 int Stop(const std::string& socket) {
@@ -133,7 +103,7 @@ int main(int argc, char** argv) {
   if (command == "serve") {
     return abx::daemon::Serve(options);
   }
-  if (command == "status") return Status(options.socket_path);
+  if (command == "status") return abx::daemon::PrintStatus(options.socket_path);
   if (command == "stop") return Stop(options.socket_path);
   if (command == "sandboxes") return abx::daemon::PrintCachedSandboxes(options.socket_path, json);
   return Usage(stderr);

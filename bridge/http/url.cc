@@ -3,20 +3,6 @@
 namespace abx::http {
 namespace {
 
-constexpr char kHexDigits[] = "0123456789ABCDEF";
-
-bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.' || c == '~';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 std::string_view Trim(std::string_view s) {
@@ -39,42 +25,6 @@ size_t AfterScheme(std::string_view url) {
 }
 
 }  // namespace
-
-std::string PercentEncode(std::string_view value) {
-  std::string out;
-  out.reserve(value.size() + value.size() / 4);
-  for (unsigned char c : value) {
-    if (IsUnreserved(c)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHexDigits[c >> 4];
-      out += kHexDigits[c & 15];
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> PercentDecode(std::string_view value, bool plus_is_space) {
-  std::string out;
-  out.reserve(value.size());
-  for (size_t i = 0; i < value.size(); ++i) {
-    char c = value[i];
-    if (c == '%') {
-      if (i + 2 >= value.size()) return std::nullopt;
-      int high = HexValue(value[i + 1]);
-      int low = HexValue(value[i + 2]);
-      if (high < 0 || low < 0) return std::nullopt;
-      out += static_cast<char>(high * 16 + low);
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string BuildQuery(const QueryParams& params) {
   std::string query;

@@ -10,19 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/percent_encoding.h"
+
 namespace abx::http {
 
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
 
-// Percent-encodes everything except RFC 3986 unreserved characters (A-Z a-z 0-9 - _ . ~),
-// so the result is safe as a query value or a single path segment ("/" becomes %2F).
-std::string PercentEncode(std::string_view value);
-
-// The inverse of PercentEncode; nullopt on a malformed escape ("%4", "%zz"). With
-// `plus_is_space`, "+" decodes to a space as in HTML form encoding.
-std::optional<std::string> PercentDecode(std::string_view value, bool plus_is_space = false);
-
-// "k1=v1&k2=v2" with keys and values percent-encoded; "" for no params.
+// "k1=v1&k2=v2" with keys and values percent-encoded (common/percent_encoding.h); ""
+// for no params.
 std::string BuildQuery(const QueryParams& params);
 
 // `url` + "?" + query, or + "&" + query when `url` already has a query; `url` alone for

@@ -14,7 +14,6 @@
 namespace abx::opensandbox {
 namespace {
 
-using http::PercentEncode;
 
 // A caller that stops at a command's terminal event leaves execd's stream open for its
 // grace period (~1 s, docs/opensandbox.md §2.5). The rest is read in the background for up to

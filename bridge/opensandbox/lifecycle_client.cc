@@ -4,6 +4,7 @@
 
 #include "bridge/base/json.h"
 #include "bridge/base/time_util.h"
+#include "common/percent_encoding.h"
 
 namespace abx::opensandbox {
 namespace {
@@ -12,21 +13,6 @@ Error NotItsApi(const std::string& what) {
   Error e = MakeError(ErrorCode::kUpstream,
                       what + ": the server answered something that is not the OpenSandbox API");
   return e;
-}
-
-std::string PercentEncode(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 bool DecodeSandboxValue(const rapidjson::Value& v, SandboxRecord* out) {

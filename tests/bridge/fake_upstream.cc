@@ -10,14 +10,6 @@
 namespace abx::bridge_test {
 namespace {
 
-// A fresh directory under the test's temp dir (Bazel's TEST_TMPDIR, else /tmp).
-std::string MakeTempDir() {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/fake-XXXXXX";
-  if (!::mkdtemp(pattern.data())) return "";
-  return pattern;
-}
-
 bool StartsWith(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
 }
@@ -89,11 +81,11 @@ core::BridgeCore* FakeUpstreamTest::core() {
 }
 
 void FakeUpstreamTest::SetUp() {
-  dir_ = MakeTempDir();
-  ASSERT_FALSE(dir_.empty()) << "mkdtemp";
+  dir_ = std::make_unique<abx::testing::TempDir>("abxfu");
+  ASSERT_FALSE(dir_->path().empty()) << "mkdtemp";
   std::string error;
   fake_ = e2e::FakeServer::Start(
-      {"--api-key", kKeyA, "--api-key", kKeyB, "--execd-ready-after", "1"}, dir_ + "/fake.log",
+      {"--api-key", kKeyA, "--api-key", kKeyB, "--execd-ready-after", "1"}, dir_->path() + "/fake.log",
       &error);
   ASSERT_NE(fake_, nullptr) << error;
 }

@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "bridge/core/bridge_core.h"
+#include "tests/common/temp_dir.h"
 #include "tests/e2e/fake_server.h"
 
 namespace abx::bridge_test {
@@ -63,7 +64,7 @@ class FakeUpstreamTest : public ::testing::Test {
   e2e::FakeServer& fake() { return *fake_; }
 
  private:
-  std::string dir_;
+  std::unique_ptr<abx::testing::TempDir> dir_;  // the fake's log
   std::unique_ptr<e2e::FakeServer> fake_;
 };
 

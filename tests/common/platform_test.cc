@@ -14,23 +14,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/common/temp_dir.h"
 
 namespace abx {
 namespace {
 
-// A fresh directory under /tmp (short, for socket paths), removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/abxpt-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

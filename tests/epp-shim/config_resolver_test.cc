@@ -1,6 +1,7 @@
 #include "epp-shim/config_resolver.h"
 
 #include "common/config_fields.h"
+#include "tests/common/temp_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,20 +19,15 @@ namespace {
 // A temporary $HOME with an optional ~/.abx/config.toml.
 class FakeHome {
  public:
-  FakeHome() {
-    char pattern[] = "/tmp/abxcfg-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~FakeHome() { std::system(("rm -rf '" + path_ + "'").c_str()); }
   void WriteConfig(const std::string& text) {
-    mkdir((path_ + "/.abx").c_str(), 0700);
-    std::ofstream(ConfigFilePath(path_)) << text;
+    mkdir((path() + "/.abx").c_str(), 0700);
+    std::ofstream(ConfigFilePath(path())) << text;
   }
-  const std::string& path() const { return path_; }
-  std::string file_source() const { return "file:" + ConfigFilePath(path_); }
+  const std::string& path() const { return dir_.path(); }
+  std::string file_source() const { return "file:" + ConfigFilePath(path()); }
 
  private:
-  std::string path_;
+  testing::TempDir dir_{"abxcfg"};
 };
 
 class FakeEnvironment {

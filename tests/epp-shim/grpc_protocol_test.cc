@@ -8,17 +8,6 @@
 namespace abx::grpc_protocol {
 namespace {
 
-TEST(GrpcProtocolTest, PercentDecodesGrpcMessage) {
-  EXPECT_EQ(PercentDecode("plain text"), "plain text");
-  EXPECT_EQ(PercentDecode("100%25 sure%0Anext line"), "100% sure\nnext line");
-  EXPECT_EQ(PercentDecode("%C3%A9t%c3%a9"), "été");
-  // Malformed escapes stay as they are.
-  EXPECT_EQ(PercentDecode("50% off"), "50% off");
-  EXPECT_EQ(PercentDecode("end%"), "end%");
-  EXPECT_EQ(PercentDecode("end%4"), "end%4");
-  EXPECT_EQ(PercentDecode("%zz"), "%zz");
-}
-
 TEST(GrpcProtocolTest, HttpStatusesMapAsGrpcMapsThem) {
   EXPECT_EQ(CodeForHttpStatus(400), kInternal);
   EXPECT_EQ(CodeForHttpStatus(401), kUnauthenticated);

@@ -19,26 +19,23 @@
 
 #include "common/line_reader.h"
 #include "epp-shim/session.h"
+#include "tests/common/temp_dir.h"
 
 namespace abx::testing {
 
 inline constexpr char kTestBuildId[] = "7e57b111d0000001";
 
+// A TempDir that also stops any bridge left serving in it (its pid is in the lock file).
 class ShortTempDir {
  public:
-  ShortTempDir() {
-    char pattern[] = "/tmp/abxs-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
   ~ShortTempDir() {
-    // Stop any bridge left serving here (its pid is in the lock file), then clean up.
-    std::system(("for f in '" + path_ + "'/*.lock; do [ -s \"$f\" ] && kill -9 $(cat \"$f\") "
-                 "2>/dev/null; done; rm -rf '" + path_ + "'").c_str());
+    std::system(("for f in '" + dir_.path() + "'/*.lock; do [ -s \"$f\" ] && kill -9 $(cat \"$f\") "
+                 "2>/dev/null; done").c_str());
   }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
 
  private:
-  std::string path_;
+  TempDir dir_{"abxs"};
 };
 
 inline std::string FakeBridgeBinary() {

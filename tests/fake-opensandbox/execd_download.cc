@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "common/percent_encoding.h"
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/server_clock.h"
 
@@ -17,26 +18,11 @@ namespace {
 
 constexpr size_t kChunkBytes = 1 << 20;
 
-std::string PercentEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string ContentDisposition(const std::string& base) {
   bool ascii = true;
   for (unsigned char c : base) ascii = ascii && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
   if (ascii) return "attachment; filename=\"" + base + "\"";
-  std::string encoded = PercentEncode(base);
+  std::string encoded = abx::PercentEncode(base);
   return "attachment; filename=\"" + encoded + "\"; filename*=UTF-8''" + encoded;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <regex>
 
+#include "common/percent_encoding.h"
 #include "rapidjson/document.h"
 #include "tests/fake-opensandbox/create_request.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
@@ -46,22 +47,6 @@ void AddIntParsingError(ValidationErrors& errors, const Loc& loc, const std::str
                             input);
 }
 
-std::string PercentDecode(const std::string& in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out += ' ';
-    } else if (in[i] == '%' && i + 2 < in.size() && isxdigit(static_cast<unsigned char>(in[i + 1])) &&
-               isxdigit(static_cast<unsigned char>(in[i + 2]))) {
-      out += static_cast<char>(std::stoi(in.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += in[i];
-    }
-  }
-  return out;
-}
-
 // Python's parse_qsl(text, keep_blank_values=True, strict_parsing=True).
 bool ParseMetadataFilter(const std::string& text, StringPairs* out, std::string* error) {
   size_t start = 0;
@@ -74,7 +59,8 @@ bool ParseMetadataFilter(const std::string& text, StringPairs* out, std::string*
       *error = "bad query field: '" + segment + "'";
       return false;
     }
-    out->emplace_back(PercentDecode(segment.substr(0, eq)), PercentDecode(segment.substr(eq + 1)));
+    out->emplace_back(abx::PercentDecodeLenient(segment.substr(0, eq), /*plus_is_space=*/true),
+                      abx::PercentDecodeLenient(segment.substr(eq + 1), /*plus_is_space=*/true));
     start = amp + 1;
   }
   return true;

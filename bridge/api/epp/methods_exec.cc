@@ -10,61 +10,40 @@
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/exec.h"
-#include "bridge/core/shell_quote.h"
 
 namespace abx::epp {
 namespace {
 
 using json::Quote;
 
+// The params of exec.start and exec.run, checked by the core's one validation.
 Result<core::ExecSpec> ReadSpec(Request& req, bool allow_detached) {
   Params p(req.params());
-  core::ExecSpec spec;
-  ABX_ASSIGN_OR_RETURN(spec.sandbox_id, SandboxId(p));
-  ABX_ASSIGN_OR_RETURN(auto argv, p.StringArray("argv"));
-  ABX_ASSIGN_OR_RETURN(auto command, p.String("command"));
-  if (argv.has_value() == command.has_value()) {
-    return InvalidParams(argv ? "command" : "argv",
-                               "exactly one of argv (array) or command (string) is required");
-  }
-  if (argv) {
-    if (argv->empty()) return InvalidParams("argv", "argv must not be empty");
-    for (const std::string& word : *argv) {
-      if (word.find('\0') != std::string::npos) {
-        return InvalidParams("argv", "argv words cannot hold NUL characters");
-      }
-    }
-    spec.command = core::ShellJoin(*argv);
-  } else {
-    if (command->find_first_not_of(" \t\r\n") == std::string::npos) {
-      return InvalidParams("command", "command must not be blank");
-    }
-    spec.command = *command;
-  }
+  core::ExecRequest request;
+  ABX_ASSIGN_OR_RETURN(request.sandbox_id, SandboxId(p));
+  ABX_ASSIGN_OR_RETURN(request.argv, p.StringArray("argv"));
+  ABX_ASSIGN_OR_RETURN(request.command, p.String("command"));
   ABX_ASSIGN_OR_RETURN(auto env, p.StringMap("env"));
-  if (env) spec.env = *env;
+  if (env) request.env = std::move(*env);
   ABX_ASSIGN_OR_RETURN(auto cwd, p.String("cwd"));
-  spec.cwd = cwd.value_or("");
+  request.cwd = cwd.value_or("");
   if (const rapidjson::Value* user = p.Raw("user")) {
     if (user->IsString()) {
-      spec.user = user->GetString();
+      request.user = user->GetString();
     } else if (user->IsUint()) {
-      spec.user = std::to_string(user->GetUint());
+      request.user = std::to_string(user->GetUint());
     } else {
       return InvalidParams("user", "user must be a name or a numeric uid");
     }
   }
-  ABX_ASSIGN_OR_RETURN(auto stdin_data, p.String("stdin"));
-  spec.stdin_data = stdin_data;
-  ABX_ASSIGN_OR_RETURN(auto timeout, p.Number("timeout"));
-  if (timeout && *timeout <= 0) return InvalidParams("timeout", "timeout must be positive");
-  spec.timeout_s = timeout;
+  ABX_ASSIGN_OR_RETURN(request.stdin_data, p.String("stdin"));
+  ABX_ASSIGN_OR_RETURN(request.timeout_s, p.Number("timeout"));
   ABX_ASSIGN_OR_RETURN(auto detached, p.Bool("detached"));
   if (detached && !allow_detached) {
     return InvalidParams("detached", "exec.run does not take detached; use exec.start");
   }
-  spec.detached = detached.value_or(false);
-  return spec;
+  request.detached = detached.value_or(false);
+  return core::ValidateExec(std::move(request));
 }
 
 // EPP/1 allows exec.exit `signal` to be only "SIGKILL" or null: a command that ended by

@@ -6,50 +6,29 @@
 
 #include "bridge/base/error_codes.h"
 #include "bridge/core/exec.h"
-#include "bridge/core/shell_quote.h"
 
 namespace abx::api {
 namespace {
 
 namespace pb = abx::opensandbox::v1;
 
-// The command of a Run or Start request (both carry the same fields), checked as
-// EPP/1's exec.start checks its params.
+// The command of a Run or Start request (both carry the same fields), checked by the
+// core's one validation, as EPP's exec.start is. An empty argv is no argv.
 template <typename Request>
 Result<core::ExecSpec> ReadSpec(const Request& request) {
-  core::ExecSpec spec;
-  ABX_ASSIGN_OR_RETURN(spec.sandbox_id, Required(request.sandbox_id(), "sandbox_id"));
-  const bool has_argv = request.argv_size() > 0;
-  const bool has_command = !request.command().empty();
-  if (has_argv == has_command) {
-    return InvalidParams(has_argv ? "command" : "argv",
-                               "exactly one of argv or command is required");
+  core::ExecRequest spec;
+  spec.sandbox_id = request.sandbox_id();
+  if (request.argv_size() > 0) {
+    spec.argv.emplace(request.argv().begin(), request.argv().end());
   }
-  if (has_argv) {
-    for (const std::string& word : request.argv()) {
-      if (word.find('\0') != std::string::npos) {
-        return InvalidParams("argv", "argv words cannot hold NUL characters");
-      }
-    }
-    spec.command =
-        core::ShellJoin(std::vector<std::string>(request.argv().begin(), request.argv().end()));
-  } else {
-    if (request.command().find_first_not_of(" \t\r\n") == std::string::npos) {
-      return InvalidParams("command", "command must not be blank");
-    }
-    spec.command = request.command();
-  }
+  if (!request.command().empty()) spec.command = request.command();
   spec.env.insert(request.env().begin(), request.env().end());
   spec.cwd = request.cwd();
   spec.user = request.user();
   if (request.has_stdin()) spec.stdin_data = request.stdin();
-  if (request.has_timeout_seconds()) {
-    if (!(request.timeout_seconds() > 0)) {
-      return InvalidParams("timeout_seconds", "timeout_seconds must be positive");
-    }
-    spec.timeout_s = request.timeout_seconds();
-  }
-  return spec;
+  if (request.has_timeout_seconds()) spec.timeout_s = request.timeout_seconds();
+  spec.timeout_field = "timeout_seconds";
+  return core::ValidateExec(std::move(spec));
 }
 
 void ToProto(const core::ExecExit& exit, pb::ExecExit* out) {

@@ -1,5 +1,5 @@
 // The core as the typed gRPC services use it (bridge/typed), without gRPC: each call
-// validates its configuration, takes the Upstream of its server and credential from the
+// validates its configuration, takes the EndpointCache of its server and credential from the
 // shared core, and runs Sandboxes / Exec / Files with a CancelToken of its own, which a
 // watcher thread cancels when the client goes away (typed_call.h). Many such calls at
 // once, with two credentials, against the real fake server process; under
@@ -193,7 +193,7 @@ TEST_F(CoreConcurrencyTest, TypedCallsOnManyThreadsShareOneCoreAndKeepCredential
   done = true;
   status.join();
 
-  // One Upstream per credential, shared by every call holding it.
+  // One EndpointCache per credential, shared by every call holding it.
   for (int i = 2; i < kCallers; ++i) EXPECT_EQ(upstreams[i], upstreams[i % 2]) << "caller " << i;
   EXPECT_NE(upstreams[0], upstreams[1]);
   for (const std::string& label : labels_seen) {

@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/temp_dir.h"
+
 namespace abx::daemon {
 namespace {
 
@@ -45,10 +47,9 @@ int ReadByte(int fd) {
 }
 
 TEST(UnixListenerTest, ManyClientsAtOnceThenCloseFromAnotherThread) {
-  // Under /tmp: a socket path must fit in 108 bytes, which TEST_TMPDIR paths may not.
-  char dir[] = "/tmp/abxul-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/bridge.sock";
+  testing::TempDir dir("abxul");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.path() + "/bridge.sock";
   std::string error;
   std::unique_ptr<UnixListener> listener = UnixListener::Bind(path, &error);
   ASSERT_NE(listener, nullptr) << error;
@@ -102,7 +103,6 @@ TEST(UnixListenerTest, ManyClientsAtOnceThenCloseFromAnotherThread) {
     }
   }
   listener.reset();
-  ::rmdir(dir);
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ TEST_F(SessionTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) {
     ASSERT_FALSE(ticks_exec.empty()) << Describe(ticks_started);
     ASSERT_NE(host.sink().WaitNotification(ticks_exec, "exec.output", kAnswerTimeout), nullptr);
     // While it runs, process.list names it by its exec_id (the tag the session's exec.start
-    // remembered in the shared Upstream, beside every other session's).
+    // remembered in the shared EndpointCache, beside every other session's).
     MessagePtr processes = host.Call("process.list", on(own).str(), kAnswerTimeout);
     const rapidjson::Value* listed_processes =
         processes ? e2e::Find(processes->result(), "processes") : nullptr;
@@ -195,7 +195,7 @@ TEST_F(SessionTest, ManySessionsAtOnceEachGetExactlyTheirOwnResults) {
     EXPECT_TRUE(neighbour_ran &&
                 GetString(neighbour_ran->result(), "stdout") == "neighbour-" + std::to_string(i) + "\n")
         << Describe(neighbour_ran);
-    // The probe of this sandbox's execd (cached in the Upstream beside other sessions'
+    // The probe of this sandbox's execd (cached in the EndpointCache beside other sessions'
     // endpoints). The doctor's other checks are about the server and the machine.
     MessagePtr doctored = host.sink().WaitResponse(doctor, kAnswerTimeout);
     const rapidjson::Value* checks = doctored ? e2e::Find(doctored->result(), "checks") : nullptr;

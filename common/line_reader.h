@@ -16,12 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace abx {
 
-// The EPP/1 line limit, newline excluded.
-inline constexpr size_t kMaxLineBytes = 8388608;
-// How much of an oversized line is kept (enough to read an `id` that comes early).
-inline constexpr size_t kOversizedPrefixBytes = 65536;
 
 struct FramedLine {
   // False for a normal line (`data` is the whole line); true for a dropped oversized

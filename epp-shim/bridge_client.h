@@ -25,10 +25,6 @@ enum class RestartReason {
 };
 const char* RestartReasonName(RestartReason reason);
 
-// Messages carry whole EPP lines (up to 8 MiB) and the gRPC framing around them; the
-// bridge allows 32 MiB each way (bridge/daemon/daemon.cc).
-inline constexpr int kMaxBridgeMessageBytes = 32 << 20;
-
 struct BridgeClientOptions {
   std::string build_id;
   std::string socket_path;

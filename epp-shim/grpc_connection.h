@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/limits.h"
 #include "epp-shim/grpc_protocol.h"
 
 struct nghttp2_session;
@@ -54,7 +55,7 @@ class GrpcCallObserver {
 class GrpcConnection {
  public:
   struct Options {
-    size_t max_message_bytes = 32 << 20;
+    size_t max_message_bytes = kMaxBridgeMessageBytes;
     // Receive window of the connection and of each stream.
     int32_t receive_window_bytes = 16 << 20;
   };

@@ -53,6 +53,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/limits.h"
 #include "common/line_reader.h"
 #include "epp-shim/attached_execs.h"
 #include "epp-shim/bridge_client.h"
@@ -88,8 +89,6 @@ class ShimSession {
   // alone can fill (hold + window + one message), so it only stops a host that keeps
   // writing requests the shim itself must answer and never reads the answers.
   static constexpr size_t kOutputLimitBytes = 64 << 20;
-  // A line still being read goes to the bridge in parts of at least this much.
-  static constexpr size_t kLinePartBytes = 1 << 20;
 
   ShimSession(BridgeClient* client, int output_fd, Options options);
   ~ShimSession();

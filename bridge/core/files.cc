@@ -61,7 +61,7 @@ Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& p
   if (info.type == "directory") {
     return MakeError(ErrorCode::kInvalidState, path + " is a directory");
   }
-  if (length <= 0 || length > kMaxReadBytes) length = kMaxReadBytes;
+  if (length <= 0 || length > static_cast<int64_t>(kMaxReadBytes)) length = kMaxReadBytes;
   FileRead read;
   read.offset = offset;
   read.size = info.size;

@@ -12,10 +12,9 @@
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "common/limits.h"
 
 namespace abx::core {
-
-inline constexpr int64_t kMaxReadBytes = 4 << 20;
 
 struct FileEntry {
   std::string path, name;

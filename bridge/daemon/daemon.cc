@@ -21,13 +21,13 @@
 #include "bridge/daemon/unix_listener.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
+#include "common/limits.h"
 #include "common/platform.h"
 
 namespace abx::daemon {
 namespace {
 
 // Messages carry whole EPP lines (up to 8 MiB, plus framing); leave room.
-constexpr int kMaxMessageBytes = 32 << 20;
 
 // SIGTERM/SIGINT start a drain; handled on a thread of its own through sigwait, so no
 // async-signal-safety questions arise.
@@ -128,8 +128,8 @@ int Serve(const ServeOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxBridgeMessageBytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxBridgeMessageBytes));
   builder.RegisterService(&bridge_service);
   builder.RegisterService(&epp_service);
   typed_services.RegisterWith(&builder);

@@ -165,7 +165,7 @@ TEST_F(SessionTest, LongLineCrossesInPartsWhileTheHostWritesIt) {
   const std::vector<std::string> received = bridge->lines();
   ASSERT_EQ(received.size(), 3u);
   EXPECT_TRUE(received[1] == line) << "the line was not put back together byte for byte";
-  for (size_t size : bridge->line_parts()) EXPECT_GE(size, ShimSession::kLinePartBytes);
+  for (size_t size : bridge->line_parts()) EXPECT_GE(size, kLinePartBytes);
 }
 
 // Parts belong to the call they went on: when it ends mid-line, the line goes whole on

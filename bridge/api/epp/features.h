@@ -1,6 +1,8 @@
 #pragma once
 // What `initialize` declares. The manifest (abx-provider.toml) must say the same; a test
-// compares them.
+// compares them. The limits it declares are common/limits.h's.
+
+#include "common/limits.h"
 
 namespace abx::epp {
 
@@ -12,8 +14,5 @@ inline constexpr const char* kExtensions[] = {"exec.detached", "files.search", "
 inline constexpr const char* kPartialFeature = "process.manage";
 inline constexpr const char* kPartialNote =
     "process.stdin is E8004; an execd command id accepts only SIGKILL";
-
-inline constexpr long long kMaxLineBytes = 8388608;
-inline constexpr long long kMaxReadBytes = 4194304;
 
 }  // namespace abx::epp

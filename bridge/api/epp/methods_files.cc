@@ -61,7 +61,7 @@ Result<std::string> FilesRead(Request& req) {
   if (length && *length < 0) return InvalidParams("length", "length must not be negative");
   ABX_ASSIGN_OR_RETURN(core::FileRead read,
                        FilesOf(req).Read(id, path, offset.value_or(0),
-                                         length.value_or(core::kMaxReadBytes), &req.cancel()));
+                                         length.value_or(static_cast<int64_t>(kMaxReadBytes)), &req.cancel()));
   if (encoding != "base64") {
     // utf8: a chunk boundary may fall inside a character; return whole characters only
     // (the next offset follows from the bytes returned).

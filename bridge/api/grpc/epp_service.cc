@@ -78,7 +78,7 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     while (!session.exit_requested() && stream->Read(&input)) {
       if (input.kind_case() == SessionInput::kLinePart) {
         if (!lines.AddPart(input.line_part())) {
-          protocol_error = "line parts of more than " + std::to_string(epp::kMaxLineBytes) +
+          protocol_error = "line parts of more than " + std::to_string(kMaxLineBytes) +
                            " bytes without their line";
           break;
         }

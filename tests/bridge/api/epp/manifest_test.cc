@@ -45,8 +45,10 @@ TEST(ManifestTest, FeaturesPartialAndExtensionsEqualInitialize) {
   ASSERT_NE(partial, nullptr);
   EXPECT_EQ(partial->size(), 1u);
   EXPECT_EQ((*partial)[kPartialFeature].value_or(std::string()), kPartialNote);
-  EXPECT_EQ(m["capabilities"]["limits"]["max_line_bytes"].value_or(int64_t{0}), kMaxLineBytes);
-  EXPECT_EQ(m["capabilities"]["limits"]["max_read_bytes"].value_or(int64_t{0}), kMaxReadBytes);
+  EXPECT_EQ(m["capabilities"]["limits"]["max_line_bytes"].value_or(int64_t{0}),
+            static_cast<int64_t>(kMaxLineBytes));
+  EXPECT_EQ(m["capabilities"]["limits"]["max_read_bytes"].value_or(int64_t{0}),
+            static_cast<int64_t>(kMaxReadBytes));
 }
 
 TEST(ManifestTest, EveryConfigFieldIsDeclaredWithItsSecrecyAndEnvironment) {
@@ -61,7 +63,9 @@ TEST(ManifestTest, EveryConfigFieldIsDeclaredWithItsSecrecyAndEnvironment) {
     EXPECT_EQ((*entry)["default"].value_or(std::string("?")), f.default_text) << f.name;
     std::set<std::string> env = Strings((*entry)["env"].as_array());
     EXPECT_TRUE(env.count(config::OwnVariable(f))) << f.name;
-    if (f.native_variable) EXPECT_TRUE(env.count(f.native_variable)) << f.name;
+    if (f.native_variable != nullptr) {
+      EXPECT_TRUE(env.count(f.native_variable)) << f.name;
+    }
     EXPECT_EQ(env.size(), f.native_variable ? 2u : 1u) << f.name;
     EXPECT_FALSE((*entry)["description"].value_or(std::string()).empty()) << f.name;
   }

@@ -1,0 +1,28 @@
+#pragma once
+// The limits the shim, the bridge and the manifest (abx-provider.toml, [capabilities.limits])
+// agree on, written once. docs/protocol.md §8 says how they fit together.
+
+#include <cstddef>
+
+namespace abx {
+
+// The longest EPP/1 line, newline excluded (docs/epp1.md §1); a longer one is answered
+// with E8008 by the id at its start.
+inline constexpr size_t kMaxLineBytes = 8 << 20;
+
+// How much of an oversized line is kept, to read an `id` that comes early.
+inline constexpr size_t kOversizedPrefixBytes = 64 << 10;
+
+// The most bytes one files.read returns (docs/epp1.md §3).
+inline constexpr size_t kMaxReadBytes = 4 << 20;
+
+// A line still arriving from the host goes to the bridge in parts of at least this much.
+inline constexpr size_t kLinePartBytes = 1 << 20;
+
+// The largest gRPC message either side accepts: a whole line and its framing, with room.
+inline constexpr size_t kMaxBridgeMessageBytes = 32 << 20;
+
+static_assert(kMaxBridgeMessageBytes > kMaxLineBytes + kOversizedPrefixBytes,
+              "a message must carry the longest line");
+
+}  // namespace abx

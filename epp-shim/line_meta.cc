@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "common/json_text.h"
+#include "common/line_id.h"
 
 namespace abx {
 namespace rapidjson = ::abx_line_meta_rapidjson;
@@ -109,14 +110,6 @@ class TopLevelHandler
     if (!root_is_object_) return meta;
     meta.has_result = has_result_;
     meta.has_error = has_error_;
-    if (prefix_ && id_seen_ && !id_json_.empty()) {
-      // A cut line's answer (E8008) carries the id whenever it could be read, method
-      // or not, so it is tracked like a request.
-      meta.kind = LineMeta::Kind::kRequest;
-      meta.method = method_;
-      meta.id_json = id_json_;
-      return meta;
-    }
     if (has_method_) {
       meta.method = method_;
       if (!id_seen_) {
@@ -209,7 +202,18 @@ LineMeta ParseLinePrefixMeta(const std::string& prefix) {
   TopLevelHandler handler(&stream, prefix.size(), /*prefix=*/true);
   rapidjson::Reader reader;
   reader.Parse<kPrefixFlags>(stream, handler);
-  return handler.Result();
+  LineMeta meta = handler.Result();
+  // A cut line's answer (E8008) carries the id the bridge reads with the same reader,
+  // method or not, so it is tracked like a request whenever there is one.
+  std::string id_json;
+  if (ReadCutLineId(prefix, &id_json)) {
+    meta.kind = LineMeta::Kind::kRequest;
+    meta.id_json = std::move(id_json);
+  } else if (meta.kind == LineMeta::Kind::kRequest) {
+    meta.kind = LineMeta::Kind::kOther;
+    meta.id_json.clear();
+  }
+  return meta;
 }
 
 std::string CanonicalIdJson(const std::string& json) {

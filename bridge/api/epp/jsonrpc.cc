@@ -5,25 +5,21 @@
 #include <vector>
 
 #include <rapidjson/error/en.h>
-#include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include "bridge/api/epp/json_tape.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/base/utf8.h"
 #include "common/json_text.h"
+#include "common/line_id.h"
 
 namespace abx::epp {
 namespace {
 
-// Both parses are iterative: a line of 8 MiB of '[' must not exhaust the stack. Neither is
-// full precision, though it would echo long fractional ids exactly: RapidJSON 1.1's
-// full-precision reader turns `0e308` into -6e-269 (docs/RELIABILITY.md).
-// Cut lines (RecoverId) are read by a validating stream parser.
-constexpr unsigned kParseFlags =
-    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+// Lines are parsed iteratively: 8 MiB of '[' must not exhaust the stack (json_tape.h; a
+// cut line's id is read by common/line_id.h). Not at full precision, though it would echo
+// long fractional ids exactly: RapidJSON 1.1's full-precision reader turns `0e308` into
+// -6e-269 (docs/RELIABILITY.md).
 
 // A whole line is parsed in place (json_tape.h): strings are unescaped inside the line's
 // own buffer and the document points into it, so a files.write chunk (megabytes of
@@ -140,72 +136,9 @@ Result<Envelope> ParseEnvelope(std::string line, std::string* id_json) {
   return env;
 }
 
-namespace {
-
-// Reads the id of a cut line with the parser itself, by the shim's rules
-// (epp-shim/line_meta.cc ParseLinePrefixMeta), so the E8008 answer carries exactly the id
-// the shim waits for: the first top-level "id" that comes before any nested value, a
-// string, a number or null, not ending at the cut (a number there may have lost
-// digits), in valid UTF-8. Stops at the first member that settles it.
-class PrefixIdHandler
-    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, PrefixIdHandler> {
- public:
-  PrefixIdHandler(const rapidjson::MemoryStream* stream, size_t size)
-      : stream_(stream), size_(size) {}
-
-  const std::string& id_json() const { return id_json_; }
-
-  bool Null() { return Scalar([](Writer* w) { w->Null(); }); }
-  bool Bool(bool) { return depth_ == 1 && key_ == "id" ? false : depth_ != 0; }
-  bool Int(int v) { return Scalar([&](Writer* w) { w->Int(v); }); }
-  bool Uint(unsigned v) { return Scalar([&](Writer* w) { w->Uint(v); }); }
-  bool Int64(int64_t v) { return Scalar([&](Writer* w) { w->Int64(v); }); }
-  bool Uint64(uint64_t v) { return Scalar([&](Writer* w) { w->Uint64(v); }); }
-  bool Double(double v) { return Scalar([&](Writer* w) { w->Double(v); }); }
-  bool String(const char* text, rapidjson::SizeType length, bool) {
-    return Scalar([&](Writer* w) { w->String(text, length); });
-  }
-  bool Key(const char* text, rapidjson::SizeType length, bool) {
-    key_.assign(text, length);
-    return true;
-  }
-  // The root object opens; anything nested in it ends the search.
-  bool StartObject() { return depth_++ == 0; }
-  bool StartArray() { return false; }
-  bool EndObject(rapidjson::SizeType) { return false; }
-
- private:
-  using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-  template <typename WriteValue>
-  bool Scalar(WriteValue write_value) {
-    if (depth_ != 1) return false;  // a scalar root: no id
-    if (key_ != "id") return true;
-    if (stream_->Tell() < size_) {
-      rapidjson::StringBuffer buffer;
-      Writer writer(buffer);
-      write_value(&writer);
-      // Empty when the writer refused the value (a too-large number read as infinity).
-      if (buffer.GetSize() > 0) id_json_.assign(buffer.GetString(), buffer.GetSize());
-    }
-    return false;
-  }
-
-  const rapidjson::MemoryStream* stream_;
-  const size_t size_;
-  int depth_ = 0;
-  std::string key_;
-  std::string id_json_ = "null";
-};
-
-}  // namespace
-
 std::string RecoverId(std::string_view prefix) {
-  rapidjson::MemoryStream stream(prefix.data(), prefix.size());
-  PrefixIdHandler handler(&stream, prefix.size());
-  rapidjson::Reader reader;
-  reader.Parse<kParseFlags>(stream, handler);
-  return handler.id_json();
+  std::string id_json;
+  return ReadCutLineId(prefix, &id_json) ? id_json : "null";
 }
 
 std::string ResponseLine(const std::string& id_json, std::string_view result_json) {

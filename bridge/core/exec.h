@@ -72,6 +72,19 @@ class ExecSink {
   virtual void OnExit(const ExecExit& exit) = 0;
 };
 
+// Collects a command's whole output and its exit, for exec.run and Exec.Run.
+class CollectingSink final : public ExecSink {
+ public:
+  void OnStarted(const std::string&) override {}
+  void OnOutput(OutputChunk& chunk) override {
+    (chunk.stream == OutputStream::kStdout ? stdout_data : stderr_data) += chunk.data;
+  }
+  void OnExit(const ExecExit& exit_info) override { exit = exit_info; }
+
+  std::string stdout_data, stderr_data;
+  ExecExit exit;
+};
+
 class Exec {
  public:
   Exec(BridgeCore* core, EndpointCache* upstream, const ProviderConfig* config)

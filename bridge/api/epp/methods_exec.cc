@@ -98,19 +98,6 @@ class NotifyingSink final : public core::ExecSink {
   int64_t seq_ = 0;
 };
 
-// exec.run: everything collected into the one answer.
-class CollectingSink final : public core::ExecSink {
- public:
-  void OnStarted(const std::string&) override {}
-  void OnOutput(core::OutputChunk& chunk) override {
-    (chunk.stream == core::OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
-  }
-  void OnExit(const core::ExecExit& exit) override { exit_ = exit; }
-
-  std::string stdout_, stderr_;
-  core::ExecExit exit_;
-};
-
 }  // namespace
 
 bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
@@ -134,16 +121,16 @@ Result<std::string> ExecStart(Request& req) {
 Result<std::string> ExecRun(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, false));
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
-  CollectingSink sink;
+  core::CollectingSink sink;
   Status st = exec.Run(spec, &req.cancel(), &sink);
   if (!st.ok()) return st.error();
-  if (sink.exit_.cancelled) {
+  if (sink.exit.cancelled) {
     return MakeError(ErrorCode::kCancelled, "exec.run was cancelled");
   }
-  if (sink.exit_.error) return *sink.exit_.error;
-  return "{\"exit_code\":" + (sink.exit_.exit_code ? std::to_string(*sink.exit_.exit_code) : "null") +
-         ",\"stdout\":" + Quote(sink.stdout_) + ",\"stderr\":" + Quote(sink.stderr_) +
-         ",\"timed_out\":" + (sink.exit_.timed_out ? "true" : "false") + "}";
+  if (sink.exit.error) return *sink.exit.error;
+  return "{\"exit_code\":" + (sink.exit.exit_code ? std::to_string(*sink.exit.exit_code) : "null") +
+         ",\"stdout\":" + Quote(sink.stdout_data) + ",\"stderr\":" + Quote(sink.stderr_data) +
+         ",\"timed_out\":" + (sink.exit.timed_out ? "true" : "false") + "}";
 }
 
 Result<std::string> ExecLogs(Request& req) {

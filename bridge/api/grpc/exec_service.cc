@@ -95,19 +95,6 @@ class StreamingSink final : public core::ExecSink {
   bool broken_ = false;
 };
 
-// Exec.Run: everything collected into the one reply.
-class CollectingSink final : public core::ExecSink {
- public:
-  void OnStarted(const std::string&) override {}
-  void OnOutput(core::OutputChunk& chunk) override {
-    (chunk.stream == core::OutputStream::kStdout ? stdout_ : stderr_) += chunk.data;
-  }
-  void OnExit(const core::ExecExit& exit) override { exit_ = exit; }
-
-  std::string stdout_, stderr_;
-  core::ExecExit exit_;
-};
-
 }  // namespace
 
 grpc::Status ExecService::Run(grpc::ServerContext* context, const pb::RunCommandRequest* request,
@@ -115,18 +102,18 @@ grpc::Status ExecService::Run(grpc::ServerContext* context, const pb::RunCommand
   return Serve(deps_, context, "Exec.Run", request->config(), [&](TypedCall& call) -> Status {
     ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
     core::Exec exec(call.core(), call.upstream(), &call.config());
-    CollectingSink sink;
+    core::CollectingSink sink;
     Status started = exec.Run(spec, call.cancel(), &sink);
     if (!started.ok()) return started;
-    if (sink.exit_.cancelled) {
+    if (sink.exit.cancelled) {
       return MakeError(ErrorCode::kCancelled, "Exec.Run was cancelled");
     }
-    if (sink.exit_.error) return *sink.exit_.error;
-    if (sink.exit_.exit_code) reply->set_exit_code(*sink.exit_.exit_code);
-    reply->set_stdout(std::move(sink.stdout_));
-    reply->set_stderr(std::move(sink.stderr_));
-    reply->set_timed_out(sink.exit_.timed_out);
-    reply->set_signal(sink.exit_.signal);
+    if (sink.exit.error) return *sink.exit.error;
+    if (sink.exit.exit_code) reply->set_exit_code(*sink.exit.exit_code);
+    reply->set_stdout(std::move(sink.stdout_data));
+    reply->set_stderr(std::move(sink.stderr_data));
+    reply->set_timed_out(sink.exit.timed_out);
+    reply->set_signal(sink.exit.signal);
     return OkStatus();
   });
 }

@@ -30,6 +30,11 @@ BridgeCore::~BridgeCore() = default;
 
 void BridgeCore::RunInBackground(std::function<void()> task) { background_.Run(std::move(task)); }
 
+void BridgeCore::RunInBackgroundAt(std::chrono::steady_clock::time_point when,
+                                   std::function<void()> task) {
+  background_.RunAt(when, std::move(task));
+}
+
 std::shared_ptr<EndpointCache> BridgeCore::EndpointCacheFor(const ProviderConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = upstreams_[config.CredentialScope()];

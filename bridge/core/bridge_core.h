@@ -4,6 +4,7 @@
 // the counters.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -53,12 +54,13 @@ class BridgeCore {
 
   // Runs `task` on one of at most kMaxBackgroundThreads threads (queued when all are
   // busy), for work that may outlive the request that started it (a cancel's interrupt
-  // of a command at execd, which then waits up to a grace period for the command's end).
-  // A storm of cancels thus costs at most that many threads; a queued interrupt waits for
-  // a thread whose command ended. The core waits for every such task when it is
+  // of a command at execd). A storm of cancels thus costs at most that many threads, each
+  // held for one interrupt's request. The core waits for every such task when it is
   // destroyed, so none uses the HTTP client after it is gone.
   static constexpr size_t kMaxBackgroundThreads = 16;
   void RunInBackground(std::function<void()> task);
+  // The same once `when` has come; the wait holds no thread.
+  void RunInBackgroundAt(std::chrono::steady_clock::time_point when, std::function<void()> task);
 
   // Held by a running exec stream, for the stats.
   class StreamLease {

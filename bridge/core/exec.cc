@@ -54,30 +54,20 @@ std::string SignalFromTraceback(const std::vector<std::string>& traceback) {
   return "";
 }
 
-// Ends a stream that a cancel could not end by itself (execd unreachable), so a cancel
-// never hangs. Shared so the helper thread may outlive the Run call safely.
-// Between a command's stream and the thread that interrupts it on cancel.
+// Between a command's stream and the work a cancel starts (an interrupt at execd, and
+// abandoning the stream if execd cannot end it), which may outlive the Run call: shared.
 struct CancelWatch {
-  CancelToken abort;
+  CancelToken abort;  // ends the stream from our side
   std::mutex mu;
-  std::condition_variable ended_cv;
-  bool done = false;  // guarded by mu
+  bool done = false;  // guarded by mu: the stream ended
 
   void MarkDone() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    ended_cv.notify_all();
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
   }
   bool Done() {
     std::lock_guard<std::mutex> lock(mu);
     return done;
-  }
-  // True once the stream ended, false when `until` came first.
-  bool WaitDoneUntil(std::chrono::steady_clock::time_point until) {
-    std::unique_lock<std::mutex> lock(mu);
-    return ended_cv.wait_until(lock, until, [this] { return done; });
   }
 };
 
@@ -226,13 +216,22 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
             // it runs as the core's own background work, which the core waits for.
             opensandbox::ExecdClient interrupter = *execd;
             BridgeCore* core = core_;
+            // The grace is counted from the interrupt's answer, and no later than from
+            // its deadline however long the interrupt waited for a thread.
             cancel->OnCancel([watch, interrupter, exec_id, core]() mutable {
               if (watch->Done()) return;  // the command already ended
-              core->RunInBackground([watch, interrupter, exec_id]() mutable {
+              auto abandon = [watch] {
+                if (!watch->Done()) watch->abort.Cancel();
+              };
+              core->RunInBackgroundAt(std::chrono::steady_clock::now() +
+                                          std::chrono::milliseconds(
+                                              interrupter.interrupt_timeout_ms()) +
+                                          kCancelGrace,
+                                      abandon);
+              core->RunInBackground([interrupter, exec_id, core, abandon]() mutable {
                 interrupter.Interrupt(exec_id, nullptr);
-                if (!watch->WaitDoneUntil(std::chrono::steady_clock::now() + kCancelGrace)) {
-                  watch->abort.Cancel();
-                }
+                core->RunInBackgroundAt(std::chrono::steady_clock::now() + kCancelGrace,
+                                        abandon);
               });
             });
           }

@@ -151,10 +151,14 @@ Status ExecdClient::RunCommand(const std::string& body_json, const CancelToken* 
 
 Status ExecdClient::Interrupt(const std::string& command_id, const CancelToken* cancel) {
   HttpCall call = Call("DELETE", "/command?id=" + PercentEncode(command_id));
-  call.timeout_ms = std::max<int64_t>(timeout_ms_, 10000);  // execd waits up to 3 s for the group
+  call.timeout_ms = interrupt_timeout_ms();
   auto answer = http_->Send(call, cancel, "interrupt command");
   if (!answer.ok()) return answer.error();
   return OkStatus();
+}
+
+int64_t ExecdClient::interrupt_timeout_ms() const {
+  return std::max<int64_t>(timeout_ms_, 10000);  // execd waits up to 3 s for the group
 }
 
 Result<CommandStatus> ExecdClient::GetStatus(const std::string& command_id,

@@ -59,6 +59,8 @@ class ExecdClient {
                     const std::function<bool(const ExecdEvent&)>& on_event,
                     const std::function<void()>& on_batch);
   Status Interrupt(const std::string& command_id, const CancelToken* cancel);
+  // How long Interrupt may take at most.
+  int64_t interrupt_timeout_ms() const;
   Result<CommandStatus> GetStatus(const std::string& command_id, const CancelToken* cancel);
   // Background command output from byte `cursor`; `next_cursor` gets the tail cursor.
   Result<std::string> Logs(const std::string& command_id, int64_t cursor, int64_t* next_cursor,

@@ -1,6 +1,6 @@
 // The core's background work: never more threads than its bound however many tasks
-// come at once, every task run once, in order of arrival per thread's turn, and the
-// destructor waiting for all of them. No gRPC, so ThreadSanitizer judges it
+// come at once, every task run once, tasks due later run then without holding a thread,
+// and the destructor waiting for all of them. No gRPC, so ThreadSanitizer judges it
 // (tools/sanitizers).
 
 #include "bridge/core/background_tasks.h"
@@ -98,6 +98,41 @@ TEST(BackgroundTasksTest, TheDestructorWaitsForATaskStillRunning) {
     });
   }
   EXPECT_TRUE(*finished);
+}
+
+TEST(BackgroundTasksTest, ATaskDueLaterRunsThenAndHoldsNoThreadMeanwhile) {
+  using Clock = BackgroundTasks::Clock;
+  BackgroundTasks tasks(1);
+  std::atomic<int> order{0};
+  std::atomic<int> later_at{-1}, now_at{-1};
+  const Clock::time_point start = Clock::now();
+  std::atomic<int64_t> later_ran_after_ms{-1};
+  tasks.RunAt(start + std::chrono::milliseconds(300), [&] {
+    later_ran_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    later_at = order++;
+  });
+  // The one thread is free: a task for now runs at once, before the one due later.
+  tasks.Run([&] { now_at = order++; });
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (later_at.load() < 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(now_at.load(), 0);
+  EXPECT_EQ(later_at.load(), 1);
+  EXPECT_GE(later_ran_after_ms.load(), 300);
+  EXPECT_EQ(tasks.stats().timers, 0u);
+}
+
+TEST(BackgroundTasksTest, TheDestructorRunsWhatWaitsForItsTimeAtOnce) {
+  std::atomic<bool> ran{false};
+  const auto start = BackgroundTasks::Clock::now();
+  {
+    BackgroundTasks tasks(2);
+    tasks.RunAt(start + std::chrono::hours(1), [&] { ran = true; });
+    EXPECT_EQ(tasks.stats().timers, 1u);
+  }
+  EXPECT_TRUE(ran);
+  EXPECT_LT(BackgroundTasks::Clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -71,7 +71,11 @@ TEST_F(SessionTest, DestroyedSessionCancelsAndAnswersEverythingInFlight) {
   };
   while (!progress_for_create() && Clock::now() < deadline) std::this_thread::sleep_for(Millis(20));
   ASSERT_TRUE(progress_for_create()) << "the create never reported waiting";
-  // Both commands run at the fake by now (the collecting one was sent before the create).
+  // Both commands run at the fake by now (the collecting one was sent before the create);
+  // `sleep` may start a moment after the "started" its shell printed.
+  while (e2e::FindProcesses({streaming_sleep}).empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(Millis(20));
+  }
   ASSERT_FALSE(e2e::FindProcesses({streaming_sleep}).empty());
 
   gone->sink().Disconnect();

@@ -7,7 +7,7 @@
 //
 // Why by hand: the generated classes pull in libprotobuf (about half of the shim's
 // former text); six small messages need a few dozen lines of this instead.
-// //tests/epp-shim:proto_wire_test checks both directions against the generated classes.
+// //tests/epp-shim:bridge_messages_test checks both directions against the generated classes.
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // (such as interrupting an execd command) on the thread that cancels.
 //
 // Nothing polls it: a cancel wakes SleepFor at once through the condition variable, and
-// a transfer waiting in the HTTP client through its flag's watch (upstream/cancel_flag.h).
+// a transfer waiting in the HTTP client through its flag's watch (cancel_flag.h).
 
 #include <chrono>
 #include <condition_variable>

@@ -90,7 +90,7 @@ Result<ExecSpec> ValidateExec(ExecRequest request) {
   if (request.sandbox_id.empty()) return InvalidParams("sandbox_id", "sandbox_id is required");
   if (request.argv.has_value() == request.command.has_value()) {
     return InvalidParams(request.argv ? "command" : "argv",
-                         "exactly one of argv (array) or command (string) is required");
+                         "exactly one of argv or command is required");
   }
   ExecSpec spec;
   if (request.argv) {

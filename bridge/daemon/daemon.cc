@@ -27,8 +27,6 @@
 namespace abx::daemon {
 namespace {
 
-// Messages carry whole EPP lines (up to 8 MiB, plus framing); leave room.
-
 // SIGTERM/SIGINT start a drain; handled on a thread of its own through sigwait, so no
 // async-signal-safety questions arise.
 void WatchSignals(api::ServingState* state) {

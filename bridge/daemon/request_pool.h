@@ -10,7 +10,7 @@
 // Why it grows without bound instead of being a fixed pool: a request may block for
 // minutes (exec.run of a long command, sandbox.create waiting for Running, a stream its
 // host reads slowly), and the network side never needs a request thread (one I/O thread
-// drives every transfer, upstream/http_client.h). With N fixed threads, N sessions with
+// drives every transfer, bridge/http/http_client.h). With N fixed threads, N sessions with
 // long requests would hold all of them and every other session — 64 agents share one
 // bridge — would wait, even for provider.info or the $/cancel-able requests queued behind
 // them. So a request always starts at once: on an idle thread if there is one, else on a

@@ -72,7 +72,7 @@ class ExecdClient {
                                const CancelToken* cancel);
   Status Upload(const std::string& path, std::string_view data, int mode,
                 const CancelToken* cancel);
-  // The same with the file's bytes made while they are sent (upstream/body_source.h).
+  // The same with the file's bytes made while they are sent (bridge/base/body_source.h).
   // `*complete` says whether the whole form went out: when it did not, nothing was
   // written, whatever the error.
   Status UploadMade(const std::string& path, std::shared_ptr<BodySource> data,

@@ -1,8 +1,8 @@
 #pragma once
-// The core's view of upstream HTTP: one call, one answer, errors already mapped to EPP
-// codes (connection refused or a body cut short → E8002, deadline → E8006, cancelled →
-// E8009, a reply that is not HTTP → E8010). Built on the shared, pooled client of
-// bridge/upstream.
+// HTTP as OpenSandbox's clients use it: one call, one answer, errors already mapped to
+// EPP codes (connection refused or a body cut short → E8002, deadline → E8006, cancelled →
+// E8009, a reply that is not HTTP → E8010, an error answer by error_body.h), idempotent
+// calls retried. Built on the shared, pooled client of bridge/http.
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +30,7 @@ struct HttpCall {
   std::string url;
   Headers headers;  // may hold secrets: never logged, never in an error
   std::string body;
-  // Instead of `body`: one made while it is sent (upstream/body_source.h); Send only.
+  // Instead of `body`: one made while it is sent (bridge/base/body_source.h); Send only.
   std::shared_ptr<BodySource> body_source;
   int64_t timeout_ms = 30000;        // whole exchange (Send)
   int64_t idle_timeout_ms = 30000;   // no byte for this long (Stream)

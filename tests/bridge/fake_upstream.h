@@ -1,6 +1,6 @@
 #pragma once
 
-// The GoogleTest fixture of the in-process concurrency tests (tests/bridge/epp,
+// The GoogleTest fixture of the in-process concurrency tests (tests/bridge/api/epp,
 // tests/bridge/core): the real fake OpenSandbox server as a child process (two API keys,
 // so callers can hold different credentials), and the one core::BridgeCore every caller
 // in the test binary shares.

@@ -2,7 +2,7 @@
 
 // Standard base64 (RFC 4648, padded) for what the tests send as `base64` file data or
 // search for as an encoded secret. Written here rather than taken from the bridge
-// (bridge/core/base64), so a fault in the bridge's codec cannot hide itself in a test's
+// (bridge/base/base64), so a fault in the bridge's codec cannot hide itself in a test's
 // expectation.
 
 #include <string>

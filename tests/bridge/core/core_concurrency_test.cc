@@ -1,4 +1,4 @@
-// The core as the typed gRPC services use it (bridge/typed), without gRPC: each call
+// The core as the typed gRPC services use it (bridge/api/grpc), without gRPC: each call
 // validates its configuration, takes the EndpointCache of its server and credential from the
 // shared core, and runs Sandboxes / Exec / Files with a CancelToken of its own, which a
 // watcher thread cancels when the client goes away (typed_call.h). Many such calls at

@@ -83,23 +83,23 @@ const std::vector<std::string> kExecdEvents = {
     "typed execution_complete||12|1718000000006|-|||",
 };
 
-TEST(SseParserTest, ParsesExecdFraming) {
+TEST(ExecdEventParserTest, ParsesExecdFraming) {
   EXPECT_EQ(Describe(Parse(kExecdStream)), kExecdEvents);
 }
 
-TEST(SseParserTest, SameEventsWhereverTheStreamIsSplit) {
+TEST(ExecdEventParserTest, SameEventsWhereverTheStreamIsSplit) {
   for (size_t cut = 0; cut <= kExecdStream.size(); ++cut) {
     ASSERT_EQ(Describe(Parse(kExecdStream, {cut})), kExecdEvents) << "split at " << cut;
   }
 }
 
-TEST(SseParserTest, SameEventsFedByteByByte) {
+TEST(ExecdEventParserTest, SameEventsFedByteByByte) {
   std::vector<size_t> cuts;
   for (size_t i = 1; i < kExecdStream.size(); ++i) cuts.push_back(i);
   EXPECT_EQ(Describe(Parse(kExecdStream, cuts)), kExecdEvents);
 }
 
-TEST(SseParserTest, SameEventsForRandomChunkings) {
+TEST(ExecdEventParserTest, SameEventsForRandomChunkings) {
   std::mt19937 random(42);
   for (int round = 0; round < 300; ++round) {
     std::vector<size_t> cuts;
@@ -112,7 +112,7 @@ TEST(SseParserTest, SameEventsForRandomChunkings) {
   }
 }
 
-TEST(SseParserTest, SingleNewlineFramingOfMetricsWatch) {
+TEST(ExecdEventParserTest, SingleNewlineFramingOfMetricsWatch) {
   std::string stream =
       "{\"cpu_count\":2,\"timestamp\":1}\n{\"error\":\"read failed\"}\n{\"cpu_count\":2,\"timestamp\":3}\n";
   EXPECT_EQ(Describe(Parse(stream)),
@@ -120,7 +120,7 @@ TEST(SseParserTest, SingleNewlineFramingOfMetricsWatch) {
                                       "untyped ||-|3|-|||"}));
 }
 
-TEST(SseParserTest, ToleratesStandardSseFraming) {
+TEST(ExecdEventParserTest, ToleratesStandardSseFraming) {
   std::string stream =
       ": a comment\r\n"
       "event: message\r\n"
@@ -150,7 +150,7 @@ TEST(SseParserTest, ToleratesStandardSseFraming) {
   }
 }
 
-TEST(SseParserTest, ReportsGarbageLinesAndKeepsGoing) {
+TEST(ExecdEventParserTest, ReportsGarbageLinesAndKeepsGoing) {
   std::string stream =
       "{\"type\":\"init\",\"text\":\"a\"}\n\n"
       "not json at all\n\n"
@@ -183,7 +183,7 @@ TEST(SseParserTest, ReportsGarbageLinesAndKeepsGoing) {
   EXPECT_EQ(seen.garbage, expected);
 }
 
-TEST(SseParserTest, CountsGarbageWithoutACallback) {
+TEST(ExecdEventParserTest, CountsGarbageWithoutACallback) {
   ExecdEventParser parser([](const ExecdEvent&) { return true; });
   parser.Feed("garbage\n\n{\"type\":\"ping\"}\n\n{oops}\n");
   parser.Finish();
@@ -191,7 +191,7 @@ TEST(SseParserTest, CountsGarbageWithoutACallback) {
   EXPECT_EQ(parser.garbage_lines(), 2u);
 }
 
-TEST(SseParserTest, NulByteInsideALineIsGarbage) {
+TEST(ExecdEventParserTest, NulByteInsideALineIsGarbage) {
   Seen seen = Parse(std::string("{\"type\":\"stdout\"}\0xyz\n\n", 23));
   EXPECT_TRUE(seen.events.empty());
   ASSERT_EQ(seen.garbage.size(), 1u);
@@ -200,7 +200,7 @@ TEST(SseParserTest, NulByteInsideALineIsGarbage) {
 // RapidJSON 1.1's SSE2 scan takes 0x1A-0x1F for text: such raw bytes, and every other
 // byte no JSON may hold, make a line garbage wherever they fall; escaped, they are text,
 // and captured results keep them escaped.
-TEST(SseParserTest, RawControlCharactersAndBadUtf8AreGarbageEscapedOnesAreText) {
+TEST(ExecdEventParserTest, RawControlCharactersAndBadUtf8AreGarbageEscapedOnesAreText) {
   for (size_t pad = 0; pad < 40; ++pad) {
     const std::string text(pad, 'a');
     for (const char* bad : {"\x1A", "\x1F", "\x01", "\xFF", "\xC3"}) {
@@ -216,7 +216,7 @@ TEST(SseParserTest, RawControlCharactersAndBadUtf8AreGarbageEscapedOnesAreText) 
   }
 }
 
-TEST(SseParserTest, BareObjectWithoutTypeIsItsOwnKind) {
+TEST(ExecdEventParserTest, BareObjectWithoutTypeIsItsOwnKind) {
   // What execd appends to a session stream when the run times out (docs/opensandbox.md §2.12).
   Seen seen = Parse(
       "{\"type\":\"init\",\"text\":\"s\"}\n\n"
@@ -232,7 +232,7 @@ TEST(SseParserTest, BareObjectWithoutTypeIsItsOwnKind) {
   EXPECT_EQ(seen.events[0].kind, ExecdEventKind::kUntyped);
 }
 
-TEST(SseParserTest, ReadsErrorsOfStartFailuresAndSignals) {
+TEST(ExecdEventParserTest, ReadsErrorsOfStartFailuresAndSignals) {
   Seen seen = Parse(
       "{\"type\":\"error\",\"error\":{\"ename\":\"CommandExecError\",\"evalue\":\"fork/exec /bin/bash: "
       "operation not permitted\",\"traceback\":[]}}\n\n"
@@ -250,7 +250,7 @@ TEST(SseParserTest, ReadsErrorsOfStartFailuresAndSignals) {
   EXPECT_EQ(seen.events[2].error->evalue, "7");
 }
 
-TEST(SseParserTest, KeepsCodeInterpreterFields) {
+TEST(ExecdEventParserTest, KeepsCodeInterpreterFields) {
   Seen seen = Parse(
       "{\"type\":\"execution_count\",\"execution_count\":4}\n\n"
       "{\"type\":\"result\",\"results\":{\"text\":\"2\",\"image/png\":\"AAA\",\"n\":[1,2.5,null,true]},"
@@ -263,7 +263,7 @@ TEST(SseParserTest, KeepsCodeInterpreterFields) {
   EXPECT_EQ(seen.events[1].text, "");
 }
 
-TEST(SseParserTest, FieldsDoNotLeakIntoTheNextEvent) {
+TEST(ExecdEventParserTest, FieldsDoNotLeakIntoTheNextEvent) {
   Seen seen = Parse(
       "{\"type\":\"error\",\"text\":\"t\",\"execution_time\":5,\"execution_count\":1,\"timestamp\":2,"
       "\"error\":{\"ename\":\"E\"},\"code\":\"C\",\"message\":\"M\",\"results\":{\"a\":1}}\n\n"
@@ -272,7 +272,7 @@ TEST(SseParserTest, FieldsDoNotLeakIntoTheNextEvent) {
   EXPECT_EQ(Describe(seen.events[1]), "typed ping||-|0|-|||");
 }
 
-TEST(SseParserTest, LastLineWithoutNewlineIsParsedOnFinish) {
+TEST(ExecdEventParserTest, LastLineWithoutNewlineIsParsedOnFinish) {
   Seen seen;
   ExecdEventParser parser([&](const ExecdEvent& e) {
     seen.events.push_back(e);
@@ -286,7 +286,7 @@ TEST(SseParserTest, LastLineWithoutNewlineIsParsedOnFinish) {
   EXPECT_EQ(seen.events[1].type, "execution_complete");
 }
 
-TEST(SseParserTest, CallbackCanStopTheParser) {
+TEST(ExecdEventParserTest, CallbackCanStopTheParser) {
   int calls = 0;
   ExecdEventParser parser([&](const ExecdEvent& e) {
     ++calls;
@@ -304,14 +304,14 @@ TEST(SseParserTest, CallbackCanStopTheParser) {
   EXPECT_EQ(stops_on_garbage.events(), 0u);
 }
 
-TEST(SseParserTest, GarbageExcerptIsBounded) {
+TEST(ExecdEventParserTest, GarbageExcerptIsBounded) {
   std::string junk(10000, 'x');
   Seen seen = Parse(junk + "\n\n");
   ASSERT_EQ(seen.garbage.size(), 1u);
   EXPECT_EQ(seen.garbage[0].first.size(), ExecdEventParser::kGarbageExcerptBytes);
 }
 
-TEST(SseParserTest, OverlongLineIsReportedOnceAndSkipped) {
+TEST(ExecdEventParserTest, OverlongLineIsReportedOnceAndSkipped) {
   Seen seen;
   ExecdEventParser parser(
       [&](const ExecdEvent& e) {
@@ -339,7 +339,7 @@ TEST(SseParserTest, OverlongLineIsReportedOnceAndSkipped) {
   EXPECT_LT(parser.pending_bytes(), 100u);
 }
 
-TEST(SseParserTest, BigEventsInSmallChunksAreLinear) {
+TEST(ExecdEventParserTest, BigEventsInSmallChunksAreLinear) {
   // 16 MiB of text with escapes, fed in 4 KiB pieces: quadratic copying would take minutes.
   std::string text;
   std::string escaped;
@@ -376,7 +376,7 @@ TEST(SseParserTest, BigEventsInSmallChunksAreLinear) {
   EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), 3000);
 }
 
-TEST(SseParserTest, ManySmallEventsAreFast) {
+TEST(ExecdEventParserTest, ManySmallEventsAreFast) {
   std::string one = "{\"type\":\"stdout\",\"text\":\"line of output number 12345\",\"timestamp\":1718000000000}\n\n";
   std::string chunk;
   while (chunk.size() < (1u << 20)) chunk += one;

@@ -7,7 +7,7 @@ socket, and over `unix:` checks health, reflection, Sandboxes, Exec (collected a
 streamed), Files with binary content, errors as the documented gRPC codes, and that a
 cancelled call cancels the operation in the bridge.
 
-Under Bazel: bazel test //tests/typed:typed_api_test
+Under Bazel: bazel test //tests/bridge/api/grpc:typed_api_test
 By hand, from the workspace root, after
   bazel build //bridge/daemon:abx-opensandbox-bridge //tests/fake-opensandbox:fake-opensandbox
 run /usr/bin/python3 tests/bridge/api/grpc/typed_api_test.py (Debian's python3-grpcio).

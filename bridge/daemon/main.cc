@@ -1,7 +1,7 @@
 // abx-opensandbox-bridge: the shared local daemon of the OpenSandbox EPP/1 provider.
 //
 //   abx-opensandbox-bridge serve    [--socket PATH] [--idle-timeout SECONDS]
-//   abx-opensandbox-bridge status   [--socket PATH]
+//   abx-opensandbox-bridge status   [--socket PATH] [--json]
 //   abx-opensandbox-bridge stop     [--socket PATH]
 //   abx-opensandbox-bridge sandboxes [--socket PATH] [--json]
 //   abx-opensandbox-bridge --version
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   bool json = false;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--json" && command == "sandboxes") {
-      json = true;
+    if (arg == "--json" && (command == "sandboxes" || command == "status")) {
+      json = true;  // `status` prints JSON either way
     } else if (arg == "--socket" && i + 1 < argc) {
       options.socket_path = argv[++i];
     } else if (arg == "--idle-timeout" && i + 1 < argc) {

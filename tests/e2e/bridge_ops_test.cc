@@ -146,6 +146,24 @@ TEST_F(BridgeOpsTest, SandboxesListsWhatTheBridgeCachedWithoutTheKey) {
   EXPECT_EQ(after.find(api_key()), std::string::npos) << after;
 }
 
+// `status` (with or without --json) prints one JSON object naming its socket as given.
+TEST_F(BridgeOpsTest, StatusPrintsJsonWithTheSocketItAsked) {
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  for (bool with_flag : {false, true}) {
+    std::vector<std::string> args = {"status", "--socket", socket_path()};
+    if (with_flag) args.push_back("--json");
+    bool ok = false;
+    const std::string output = BridgeCommand(args, &ok);
+    ASSERT_TRUE(ok) << output;
+    rapidjson::Document doc;
+    std::string error;
+    ASSERT_TRUE(ParseJson(output, &doc, &error)) << error << ": " << output;
+    EXPECT_EQ(GetString(doc, "socket"), socket_path()) << output;
+    EXPECT_GE(GetInt(doc, "sessions_active", -1), 1) << output;
+  }
+}
+
 TEST_F(BridgeOpsTest, SandboxesNeverShowsAPasswordInTheServerUrl) {
   const std::string password = "e2e-UrlPassword-93c1";
   std::string url = base_url();

@@ -120,7 +120,8 @@ int Serve(const ServeOptions& options) {
   api::BridgeService bridge_service(&state);
   api::EppSessionService epp_service(&state);
   api::TypedServices typed_services(
-      {&state.core(), [&state] { return std::shared_ptr<void>(state.BeginSession()); }});
+      {&state.core(), &request_pool,
+       [&state] { return std::shared_ptr<void>(state.BeginSession()); }});
   // Standard health checking and reflection, for tooling (docs/grpc.md); both must be
   // switched on before the builder exists.
   grpc::EnableDefaultHealthCheckService(true);

@@ -11,6 +11,15 @@
 #include "common/version.h"
 
 namespace abx::api {
+namespace {
+
+grpc::ServerUnaryReactor* Answered(grpc::CallbackServerContext* context) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace
 
 int64_t PeakRssBytes() {
   std::ifstream status("/proc/self/status");
@@ -26,16 +35,16 @@ int64_t PeakRssBytes() {
   return 0;
 }
 
-grpc::Status BridgeService::Hello(grpc::ServerContext*, const abx::opensandbox::v1::HelloRequest*,
+grpc::ServerUnaryReactor* BridgeService::Hello(grpc::CallbackServerContext* context, const abx::opensandbox::v1::HelloRequest*,
                                   abx::opensandbox::v1::HelloReply* reply) {
   reply->set_build_id(kBuildId);
   reply->set_version(kProviderVersion);
   reply->set_pid(getpid());
   reply->set_uptime_seconds(state_->uptime_seconds());
-  return grpc::Status::OK;
+  return Answered(context);
 }
 
-grpc::Status BridgeService::Stats(grpc::ServerContext*, const abx::opensandbox::v1::StatsRequest*,
+grpc::ServerUnaryReactor* BridgeService::Stats(grpc::CallbackServerContext* context, const abx::opensandbox::v1::StatsRequest*,
                                   abx::opensandbox::v1::StatsReply* reply) {
   const core::BridgeCore::Counters counters = state_->core().counters();
   reply->set_build_id(kBuildId);
@@ -53,19 +62,18 @@ grpc::Status BridgeService::Stats(grpc::ServerContext*, const abx::opensandbox::
   reply->set_draining(state_->draining());
   reply->set_early_writes_used(counters.early_writes_used);
   reply->set_early_writes_dropped(counters.early_writes_dropped);
-  return grpc::Status::OK;
+  return Answered(context);
 }
 
-grpc::Status BridgeService::Stop(grpc::ServerContext*, const abx::opensandbox::v1::StopRequest*,
+grpc::ServerUnaryReactor* BridgeService::Stop(grpc::CallbackServerContext* context, const abx::opensandbox::v1::StopRequest*,
                                  abx::opensandbox::v1::StopReply* reply) {
   log::Info("bridge.stop_requested");
   reply->set_in_flight(state_->sessions_active());
   state_->StartDraining();
-  return grpc::Status::OK;
+  return Answered(context);
 }
 
-grpc::Status BridgeService::ListCachedSandboxes(
-    grpc::ServerContext*, const abx::opensandbox::v1::ListCachedSandboxesRequest*,
+grpc::ServerUnaryReactor* BridgeService::ListCachedSandboxes(grpc::CallbackServerContext* context, const abx::opensandbox::v1::ListCachedSandboxesRequest*,
     abx::opensandbox::v1::ListCachedSandboxesReply* reply) {
   const auto now = std::chrono::steady_clock::now();
   auto age = [&](std::chrono::steady_clock::time_point since) {
@@ -88,7 +96,7 @@ grpc::Status BridgeService::ListCachedSandboxes(
     }
     sandbox->set_age_seconds(oldest);
   }
-  return grpc::Status::OK;
+  return Answered(context);
 }
 
 }  // namespace abx::api

@@ -1,23 +1,23 @@
 #pragma once
 // Bridge service: build handshake, stats, stop, the sandbox cache. No upstream traffic,
-// no secrets.
+// no secrets, nothing that waits: each answer is made on the gRPC thread that asks.
 
 #include "bridge/api/grpc/serving_state.h"
 #include "proto/bridge.grpc.pb.h"
 
 namespace abx::api {
 
-class BridgeService final : public abx::opensandbox::v1::Bridge::Service {
+class BridgeService final : public abx::opensandbox::v1::Bridge::CallbackService {
  public:
   explicit BridgeService(ServingState* state) : state_(state) {}
 
-  grpc::Status Hello(grpc::ServerContext*, const abx::opensandbox::v1::HelloRequest*,
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* context, const abx::opensandbox::v1::HelloRequest*,
                      abx::opensandbox::v1::HelloReply*) override;
-  grpc::Status Stats(grpc::ServerContext*, const abx::opensandbox::v1::StatsRequest*,
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context, const abx::opensandbox::v1::StatsRequest*,
                      abx::opensandbox::v1::StatsReply*) override;
-  grpc::Status Stop(grpc::ServerContext*, const abx::opensandbox::v1::StopRequest*,
+  grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* context, const abx::opensandbox::v1::StopRequest*,
                     abx::opensandbox::v1::StopReply*) override;
-  grpc::Status ListCachedSandboxes(grpc::ServerContext*,
+  grpc::ServerUnaryReactor* ListCachedSandboxes(grpc::CallbackServerContext* context,
                                    const abx::opensandbox::v1::ListCachedSandboxesRequest*,
                                    abx::opensandbox::v1::ListCachedSandboxesReply*) override;
 

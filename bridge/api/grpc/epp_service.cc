@@ -1,5 +1,6 @@
 #include "bridge/api/grpc/epp_service.h"
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "bridge/api/epp/features.h"
 #include "bridge/api/epp/line_assembler.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/api/grpc/blocking_op.h"
 #include "bridge/base/log.h"
 #include "common/config_fields.h"
 
@@ -17,35 +19,70 @@ namespace {
 using abx::opensandbox::v1::SessionInput;
 using abx::opensandbox::v1::SessionOutput;
 
-// Serialises writes to the stream: gRPC allows one Write at a time, and the session's
-// handlers write from many threads. Once a write fails the host is gone for good.
-class StreamSink final : public epp::LineSink {
+// One EppSession.Run call. The loop runs on a request thread and reads and writes
+// through blocking_op.h; it finishes the call when the session is idle, and the reactor
+// deletes itself when gRPC is done with it.
+class SessionReactor final : public grpc::ServerBidiReactor<SessionInput, SessionOutput>,
+                             public epp::LineSink {
  public:
-  explicit StreamSink(grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream)
-      : stream_(stream) {}
+  explicit SessionReactor(ServingState* state) : state_(state) {}
 
+  void Start() {
+    state_->requests().Run([this] { Finish(Serve()); });
+  }
+
+  // epp::LineSink, from the session's request threads: one write at a time, in the
+  // order they get through. Once a write fails the host is gone for good.
   bool Write(std::string line, std::string response_id) override {
     SessionOutput out;
     out.set_line(std::move(line));
     out.set_response_id(std::move(response_id));
-    std::lock_guard<std::mutex> lock(mu_);
-    if (broken_) return false;
-    if (!stream_->Write(out)) broken_ = true;
-    return !broken_;
+    return writes_.Run([&] { StartWrite(&out); });
   }
 
+  void OnReadDone(bool ok) override { reads_.Done(ok); }
+  void OnWriteDone(bool ok) override { writes_.Done(ok); }
+
+  // The host cancelled the call or went away: the session cancels everything at once
+  // (its cancel hooks only post work, so this gRPC thread does not block).
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    host_gone_ = true;
+    if (session_ != nullptr) session_->OnHostGone();
+  }
+
+  void OnDone() override { delete this; }
+
  private:
-  std::mutex mu_;
-  grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream_;
-  bool broken_ = false;
+  bool Read(SessionInput* input) {
+    return reads_.Run([&] { StartRead(input); });
+  }
+
+  // The session's life, from SessionStart to idle; the call's status.
+  grpc::Status Serve();
+  // Registers the running session for OnCancel (null: unregisters it). True when the
+  // host is already gone.
+  bool Track(epp::Session* session) {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    session_ = session;
+    return host_gone_;
+  }
+  bool host_gone() {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    return host_gone_;
+  }
+
+  ServingState* const state_;
+  BlockingOp reads_;
+  BlockingOp writes_;
+  std::mutex session_mu_;
+  epp::Session* session_ = nullptr;  // under session_mu_
+  bool host_gone_ = false;           // under session_mu_
 };
 
-}  // namespace
-
-grpc::Status EppSessionService::Run(grpc::ServerContext* context,
-                                    grpc::ServerReaderWriter<SessionOutput, SessionInput>* stream) {
+grpc::Status SessionReactor::Serve() {
   SessionInput input;
-  if (!stream->Read(&input) || !input.has_start()) {
+  if (!Read(&input) || !input.has_start()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message of a session must be SessionStart");
   }
@@ -68,14 +105,14 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     }
   }
   log::Info("session.start", {{"shim_pid", std::to_string(origin.shim_pid)},
-                                    {"replayed", origin.replay_initialize.empty() ? "no" : "yes"}});
+                              {"replayed", origin.replay_initialize.empty() ? "no" : "yes"}});
 
-  StreamSink sink(stream);
   std::string protocol_error;  // the shim broke the session's rules: the call ends with it
   {
-    epp::Session session(&state_->core(), &state_->requests(), std::move(origin), &sink);
+    epp::Session session(&state_->core(), &state_->requests(), std::move(origin), this);
+    if (Track(&session)) session.OnHostGone();
     epp::LineAssembler lines(&session);
-    while (!session.exit_requested() && stream->Read(&input)) {
+    while (!session.exit_requested() && Read(&input)) {
       if (input.kind_case() == SessionInput::kLinePart) {
         if (!lines.AddPart(input.line_part())) {
           protocol_error = "line parts of more than " + std::to_string(kMaxLineBytes) +
@@ -94,19 +131,18 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
     lines.Drop();  // a line cut short: its early write writes nothing
     // `exit` or a vanished shim: cancel everything. End of stdin (a half-close): cancel
     // the attached commands and let other requests finish, unless the shim goes away
-    // meanwhile (it waits only briefly), which cancels the rest — a half-made sandbox
-    // is then killed by its create.
-    if (session.exit_requested() || context->IsCancelled() || !protocol_error.empty()) {
+    // meanwhile (it waits only briefly): OnCancel then cancels the rest, and a half-made
+    // sandbox is killed by its create.
+    if (session.exit_requested() || host_gone() || !protocol_error.empty()) {
       session.OnHostGone();
     } else {
       session.OnEndOfInput();
     }
-    while (!session.WaitIdleFor(std::chrono::milliseconds(100))) {
-      if (context->IsCancelled()) session.OnHostGone();
-    }
+    session.WaitIdle();
+    Track(nullptr);
   }
   if (protocol_error.empty()) {
-    log::Info("session.end", {{"cancelled_by_peer", context->IsCancelled() ? "yes" : "no"}});
+    log::Info("session.end", {{"cancelled_by_peer", host_gone() ? "yes" : "no"}});
   } else {
     log::Error("session.end", {{"protocol_error", protocol_error}});
   }
@@ -114,8 +150,19 @@ grpc::Status EppSessionService::Run(grpc::ServerContext* context,
   // The last session gone: the idle request threads end, and the free memory the
   // allocator keeps for reuse goes back to the system at once, so an idle bridge is small.
   state_->ReleaseIdleIfNoSession();
-  if (!protocol_error.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, protocol_error);
+  if (!protocol_error.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, protocol_error);
+  }
   return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::ServerBidiReactor<SessionInput, SessionOutput>* EppSessionService::Run(
+    grpc::CallbackServerContext* /*context*/) {
+  auto* reactor = new SessionReactor(state_);
+  reactor->Start();
+  return reactor;
 }
 
 }  // namespace abx::api

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/api/grpc/typed_stream.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/core/exec.h"
 
@@ -52,8 +53,8 @@ pb::OutputStream ToProto(core::OutputStream stream) {
 // for nobody.
 class StreamingSink final : public core::ExecSink {
  public:
-  StreamingSink(grpc::ServerWriter<pb::ExecEvent>* writer, CancelToken* cancel)
-      : writer_(writer), cancel_(cancel) {}
+  StreamingSink(StreamCallReactor<pb::ExecEvent>* stream, CancelToken* cancel)
+      : stream_(stream), cancel_(cancel) {}
 
   void OnStarted(const std::string& exec_id) override {
     pb::ExecEvent event;
@@ -82,13 +83,13 @@ class StreamingSink final : public core::ExecSink {
   }
   void SendLocked(const pb::ExecEvent& event) {
     if (broken_) return;
-    if (!writer_->Write(event)) {
+    if (!stream_->Write(event)) {
       broken_ = true;
       cancel_->Cancel();
     }
   }
 
-  grpc::ServerWriter<pb::ExecEvent>* writer_;
+  StreamCallReactor<pb::ExecEvent>* stream_;
   CancelToken* cancel_;
   std::mutex mu_;  // one Write at a time, seq in write order
   int64_t seq_ = 0;
@@ -97,9 +98,9 @@ class StreamingSink final : public core::ExecSink {
 
 }  // namespace
 
-grpc::Status ExecService::Run(grpc::ServerContext* context, const pb::RunCommandRequest* request,
+grpc::ServerUnaryReactor* ExecService::Run(grpc::CallbackServerContext* context, const pb::RunCommandRequest* request,
                               pb::RunCommandReply* reply) {
-  return Serve(deps_, context, "Exec.Run", request->config(), [&](TypedCall& call) -> Status {
+  return Serve(deps_, context, "Exec.Run", request->config(), [=](TypedCall& call) -> Status {
     ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
     core::Exec exec(call.core(), call.upstream(), &call.config());
     core::CollectingSink sink;
@@ -118,24 +119,24 @@ grpc::Status ExecService::Run(grpc::ServerContext* context, const pb::RunCommand
   });
 }
 
-grpc::Status ExecService::Start(grpc::ServerContext* context,
-                                const pb::StartCommandRequest* request,
-                                grpc::ServerWriter<pb::ExecEvent>* writer) {
-  return Serve(deps_, context, "Exec.Start", request->config(),
-               [&](TypedCall& call) -> Status {
-                 ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
-                 spec.detached = request->detached();
-                 core::Exec exec(call.core(), call.upstream(), &call.config());
-                 StreamingSink sink(writer, call.cancel());
-                 // An error here means the command never started: no event was sent.
-                 return exec.Run(spec, call.cancel(), &sink);
-               });
+grpc::ServerWriteReactor<pb::ExecEvent>* ExecService::Start(
+    grpc::CallbackServerContext* context, const pb::StartCommandRequest* request) {
+  return ServeStream<pb::ExecEvent>(
+      deps_, context, "Exec.Start", request->config(),
+      [=](TypedCall& call, StreamCallReactor<pb::ExecEvent>* stream) -> Status {
+        ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
+        spec.detached = request->detached();
+        core::Exec exec(call.core(), call.upstream(), &call.config());
+        StreamingSink sink(stream, call.cancel());
+        // An error here means the command never started: no event was sent.
+        return exec.Run(spec, call.cancel(), &sink);
+      });
 }
 
-grpc::Status ExecService::Logs(grpc::ServerContext* context, const pb::ExecLogsRequest* request,
+grpc::ServerUnaryReactor* ExecService::Logs(grpc::CallbackServerContext* context, const pb::ExecLogsRequest* request,
                                pb::ExecLogsReply* reply) {
   return Serve(
-      deps_, context, "Exec.Logs", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Exec.Logs", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string exec_id, Required(request->exec_id(), "exec_id"));
         if (request->cursor() < 0) {

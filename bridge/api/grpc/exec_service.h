@@ -8,17 +8,17 @@
 
 namespace abx::api {
 
-class ExecService final : public abx::opensandbox::v1::Exec::Service {
+class ExecService final : public abx::opensandbox::v1::Exec::CallbackService {
  public:
   explicit ExecService(TypedDeps deps) : deps_(std::move(deps)) {}
 
-  grpc::Status Run(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
                    const abx::opensandbox::v1::RunCommandRequest* request,
                    abx::opensandbox::v1::RunCommandReply* reply) override;
-  grpc::Status Start(grpc::ServerContext* context,
-                     const abx::opensandbox::v1::StartCommandRequest* request,
-                     grpc::ServerWriter<abx::opensandbox::v1::ExecEvent>* writer) override;
-  grpc::Status Logs(grpc::ServerContext* context,
+  grpc::ServerWriteReactor<abx::opensandbox::v1::ExecEvent>* Start(
+      grpc::CallbackServerContext* context,
+      const abx::opensandbox::v1::StartCommandRequest* request) override;
+  grpc::ServerUnaryReactor* Logs(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ExecLogsRequest* request,
                     abx::opensandbox::v1::ExecLogsReply* reply) override;
 

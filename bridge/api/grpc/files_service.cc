@@ -36,10 +36,10 @@ void ToProto(const core::FileEntry& entry, pb::FileEntry* out) {
 
 }  // namespace
 
-grpc::Status FilesService::Read(grpc::ServerContext* context, const pb::ReadFileRequest* request,
+grpc::ServerUnaryReactor* FilesService::Read(grpc::CallbackServerContext* context, const pb::ReadFileRequest* request,
                                 pb::ReadFileReply* reply) {
   return Serve(
-      deps_, context, "Files.Read", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Read", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         if (request->offset() < 0) {
@@ -59,10 +59,10 @@ grpc::Status FilesService::Read(grpc::ServerContext* context, const pb::ReadFile
       });
 }
 
-grpc::Status FilesService::Write(grpc::ServerContext* context, const pb::WriteFileRequest* request,
+grpc::ServerUnaryReactor* FilesService::Write(grpc::CallbackServerContext* context, const pb::WriteFileRequest* request,
                                  pb::WriteFileReply* reply) {
   return Serve(
-      deps_, context, "Files.Write", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Write", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));
@@ -75,10 +75,10 @@ grpc::Status FilesService::Write(grpc::ServerContext* context, const pb::WriteFi
       });
 }
 
-grpc::Status FilesService::List(grpc::ServerContext* context, const pb::ListFilesRequest* request,
+grpc::ServerUnaryReactor* FilesService::List(grpc::CallbackServerContext* context, const pb::ListFilesRequest* request,
                                 pb::ListFilesReply* reply) {
   return Serve(
-      deps_, context, "Files.List", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.List", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         const int depth = request->depth() == 0 ? 1 : request->depth();
@@ -93,10 +93,10 @@ grpc::Status FilesService::List(grpc::ServerContext* context, const pb::ListFile
       });
 }
 
-grpc::Status FilesService::Stat(grpc::ServerContext* context, const pb::StatFileRequest* request,
+grpc::ServerUnaryReactor* FilesService::Stat(grpc::CallbackServerContext* context, const pb::StatFileRequest* request,
                                 pb::FileEntry* reply) {
   return Serve(
-      deps_, context, "Files.Stat", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Stat", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         core::Files files(call.upstream(), &call.config());
@@ -106,10 +106,10 @@ grpc::Status FilesService::Stat(grpc::ServerContext* context, const pb::StatFile
       });
 }
 
-grpc::Status FilesService::Mkdir(grpc::ServerContext* context, const pb::MkdirRequest* request,
+grpc::ServerUnaryReactor* FilesService::Mkdir(grpc::CallbackServerContext* context, const pb::MkdirRequest* request,
                                  pb::MkdirReply*) {
   return Serve(
-      deps_, context, "Files.Mkdir", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Mkdir", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));
@@ -119,10 +119,10 @@ grpc::Status FilesService::Mkdir(grpc::ServerContext* context, const pb::MkdirRe
       });
 }
 
-grpc::Status FilesService::Remove(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* FilesService::Remove(grpc::CallbackServerContext* context,
                                   const pb::RemoveFileRequest* request, pb::RemoveFileReply*) {
   return Serve(
-      deps_, context, "Files.Remove", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Remove", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         core::Files files(call.upstream(), &call.config());
@@ -130,10 +130,10 @@ grpc::Status FilesService::Remove(grpc::ServerContext* context,
       });
 }
 
-grpc::Status FilesService::Move(grpc::ServerContext* context, const pb::MoveFileRequest* request,
+grpc::ServerUnaryReactor* FilesService::Move(grpc::CallbackServerContext* context, const pb::MoveFileRequest* request,
                                 pb::MoveFileReply*) {
   return Serve(
-      deps_, context, "Files.Move", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Move", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string source, Required(request->source(), "source"));
         ABX_ASSIGN_OR_RETURN(std::string destination,
@@ -143,11 +143,11 @@ grpc::Status FilesService::Move(grpc::ServerContext* context, const pb::MoveFile
       });
 }
 
-grpc::Status FilesService::Search(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* FilesService::Search(grpc::CallbackServerContext* context,
                                   const pb::SearchFilesRequest* request,
                                   pb::SearchFilesReply* reply) {
   return Serve(
-      deps_, context, "Files.Search", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Search", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         ABX_ASSIGN_OR_RETURN(std::string pattern, Required(request->pattern(), "pattern"));
@@ -159,10 +159,10 @@ grpc::Status FilesService::Search(grpc::ServerContext* context,
       });
 }
 
-grpc::Status FilesService::Chmod(grpc::ServerContext* context, const pb::ChmodRequest* request,
+grpc::ServerUnaryReactor* FilesService::Chmod(grpc::CallbackServerContext* context, const pb::ChmodRequest* request,
                                  pb::ChmodReply*) {
   return Serve(
-      deps_, context, "Files.Chmod", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Files.Chmod", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
         ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(request->mode(), "mode"));

@@ -8,35 +8,35 @@
 
 namespace abx::api {
 
-class FilesService final : public abx::opensandbox::v1::Files::Service {
+class FilesService final : public abx::opensandbox::v1::Files::CallbackService {
  public:
   explicit FilesService(TypedDeps deps) : deps_(std::move(deps)) {}
 
-  grpc::Status Read(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ReadFileRequest* request,
                     abx::opensandbox::v1::ReadFileReply* reply) override;
-  grpc::Status Write(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Write(grpc::CallbackServerContext* context,
                      const abx::opensandbox::v1::WriteFileRequest* request,
                      abx::opensandbox::v1::WriteFileReply* reply) override;
-  grpc::Status List(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ListFilesRequest* request,
                     abx::opensandbox::v1::ListFilesReply* reply) override;
-  grpc::Status Stat(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Stat(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::StatFileRequest* request,
                     abx::opensandbox::v1::FileEntry* reply) override;
-  grpc::Status Mkdir(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Mkdir(grpc::CallbackServerContext* context,
                      const abx::opensandbox::v1::MkdirRequest* request,
                      abx::opensandbox::v1::MkdirReply* reply) override;
-  grpc::Status Remove(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* context,
                       const abx::opensandbox::v1::RemoveFileRequest* request,
                       abx::opensandbox::v1::RemoveFileReply* reply) override;
-  grpc::Status Move(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Move(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::MoveFileRequest* request,
                     abx::opensandbox::v1::MoveFileReply* reply) override;
-  grpc::Status Search(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Search(grpc::CallbackServerContext* context,
                       const abx::opensandbox::v1::SearchFilesRequest* request,
                       abx::opensandbox::v1::SearchFilesReply* reply) override;
-  grpc::Status Chmod(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Chmod(grpc::CallbackServerContext* context,
                      const abx::opensandbox::v1::ChmodRequest* request,
                      abx::opensandbox::v1::ChmodReply* reply) override;
 

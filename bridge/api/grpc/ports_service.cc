@@ -8,10 +8,10 @@ namespace abx::api {
 
 namespace pb = abx::opensandbox::v1;
 
-grpc::Status PortsService::Url(grpc::ServerContext* context, const pb::PortUrlRequest* request,
+grpc::ServerUnaryReactor* PortsService::Url(grpc::CallbackServerContext* context, const pb::PortUrlRequest* request,
                                pb::PortUrlReply* reply) {
   return Serve(
-      deps_, context, "Ports.Url", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Ports.Url", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         if (request->port() < 1 || request->port() > 65535) {
           return InvalidParams("port", "port must be between 1 and 65535");

@@ -7,11 +7,11 @@
 
 namespace abx::api {
 
-class PortsService final : public abx::opensandbox::v1::Ports::Service {
+class PortsService final : public abx::opensandbox::v1::Ports::CallbackService {
  public:
   explicit PortsService(TypedDeps deps) : deps_(std::move(deps)) {}
 
-  grpc::Status Url(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Url(grpc::CallbackServerContext* context,
                    const abx::opensandbox::v1::PortUrlRequest* request,
                    abx::opensandbox::v1::PortUrlReply* reply) override;
 

@@ -58,10 +58,10 @@ Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request)
 
 }  // namespace
 
-grpc::Status SandboxesService::Create(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Create(grpc::CallbackServerContext* context,
                                       const pb::CreateSandboxRequest* request, pb::Sandbox* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Create", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Create", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(core::CreateSpec spec, ReadCreateSpec(*request));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         // Killed by Create itself on failure, timeout or cancellation.
@@ -71,11 +71,11 @@ grpc::Status SandboxesService::Create(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::Connect(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Connect(grpc::CallbackServerContext* context,
                                        const pb::ConnectSandboxRequest* request,
                                        pb::Sandbox* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Connect", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Connect", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Connect(id, call.cancel()));
@@ -84,10 +84,10 @@ grpc::Status SandboxesService::Connect(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::Get(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Get(grpc::CallbackServerContext* context,
                                    const pb::GetSandboxRequest* request, pb::Sandbox* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Get", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Get", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Get(id, call.cancel()));
@@ -96,11 +96,11 @@ grpc::Status SandboxesService::Get(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::List(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::List(grpc::CallbackServerContext* context,
                                     const pb::ListSandboxesRequest* request,
                                     pb::ListSandboxesReply* reply) {
   return Serve(
-      deps_, context, "Sandboxes.List", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.List", request->config(), [=](TypedCall& call) -> Status {
         if (request->limit() < 0 || request->limit() > kMaxListLimit) {
           return InvalidParams("limit", "limit must be between 1 and 200 (0: all)");
         }
@@ -117,11 +117,11 @@ grpc::Status SandboxesService::List(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::Kill(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Kill(grpc::CallbackServerContext* context,
                                     const pb::KillSandboxRequest* request,
                                     pb::KillSandboxReply* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Kill", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Kill", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(bool killed, sandboxes.Kill(id, call.cancel()));
@@ -130,12 +130,12 @@ grpc::Status SandboxesService::Kill(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::SetTimeout(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::SetTimeout(grpc::CallbackServerContext* context,
                                           const pb::SetSandboxTimeoutRequest* request,
                                           pb::SetSandboxTimeoutReply* reply) {
   return Serve(
       deps_, context, "Sandboxes.SetTimeout", request->config(),
-      [&](TypedCall& call) -> Status {
+      [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         if (request->timeout_seconds() <= 0) {
           return InvalidParams("timeout_seconds",
@@ -149,10 +149,10 @@ grpc::Status SandboxesService::SetTimeout(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::Pause(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Pause(grpc::CallbackServerContext* context,
                                      const pb::PauseSandboxRequest* request, pb::Sandbox* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Pause", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Pause", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Pause(id, call.cancel()));
@@ -161,10 +161,10 @@ grpc::Status SandboxesService::Pause(grpc::ServerContext* context,
       });
 }
 
-grpc::Status SandboxesService::Resume(grpc::ServerContext* context,
+grpc::ServerUnaryReactor* SandboxesService::Resume(grpc::CallbackServerContext* context,
                                       const pb::ResumeSandboxRequest* request, pb::Sandbox* reply) {
   return Serve(
-      deps_, context, "Sandboxes.Resume", request->config(), [&](TypedCall& call) -> Status {
+      deps_, context, "Sandboxes.Resume", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Resume(id, call.cancel()));

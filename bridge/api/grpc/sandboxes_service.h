@@ -7,32 +7,32 @@
 
 namespace abx::api {
 
-class SandboxesService final : public abx::opensandbox::v1::Sandboxes::Service {
+class SandboxesService final : public abx::opensandbox::v1::Sandboxes::CallbackService {
  public:
   explicit SandboxesService(TypedDeps deps) : deps_(std::move(deps)) {}
 
-  grpc::Status Create(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* context,
                       const abx::opensandbox::v1::CreateSandboxRequest* request,
                       abx::opensandbox::v1::Sandbox* reply) override;
-  grpc::Status Connect(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Connect(grpc::CallbackServerContext* context,
                        const abx::opensandbox::v1::ConnectSandboxRequest* request,
                        abx::opensandbox::v1::Sandbox* reply) override;
-  grpc::Status Get(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
                    const abx::opensandbox::v1::GetSandboxRequest* request,
                    abx::opensandbox::v1::Sandbox* reply) override;
-  grpc::Status List(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ListSandboxesRequest* request,
                     abx::opensandbox::v1::ListSandboxesReply* reply) override;
-  grpc::Status Kill(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Kill(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::KillSandboxRequest* request,
                     abx::opensandbox::v1::KillSandboxReply* reply) override;
-  grpc::Status SetTimeout(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* SetTimeout(grpc::CallbackServerContext* context,
                           const abx::opensandbox::v1::SetSandboxTimeoutRequest* request,
                           abx::opensandbox::v1::SetSandboxTimeoutReply* reply) override;
-  grpc::Status Pause(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* context,
                      const abx::opensandbox::v1::PauseSandboxRequest* request,
                      abx::opensandbox::v1::Sandbox* reply) override;
-  grpc::Status Resume(grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* Resume(grpc::CallbackServerContext* context,
                       const abx::opensandbox::v1::ResumeSandboxRequest* request,
                       abx::opensandbox::v1::Sandbox* reply) override;
 

@@ -1,6 +1,5 @@
 #include "bridge/api/grpc/typed_call.h"
 
-#include <chrono>
 #include <map>
 
 #include "bridge/api/grpc/grpc_status.h"
@@ -10,10 +9,6 @@
 
 namespace abx::api {
 namespace {
-
-// How often a call's client is checked for having gone away: the delay between a
-// client's cancel and the core seeing it.
-constexpr auto kClientPollInterval = std::chrono::milliseconds(50);
 
 // Trailing metadata values must be printable ASCII; anything else is left out rather
 // than mangled.
@@ -26,33 +21,12 @@ bool IsPrintableAscii(const std::string& text) {
 
 }  // namespace
 
-ClientGoneWatcher::ClientGoneWatcher(grpc::ServerContext* context, CancelToken* token)
-    : thread_([this, context, token] {
-        std::unique_lock<std::mutex> lock(mu_);
-        while (!cv_.wait_for(lock, kClientPollInterval, [this] { return done_; })) {
-          if (context->IsCancelled()) {
-            lock.unlock();
-            token->Cancel();  // runs the core's hooks, e.g. interrupting a command
-            return;
-          }
-        }
-      }) {}
-
-ClientGoneWatcher::~ClientGoneWatcher() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-TypedCall::TypedCall(const TypedDeps& deps, grpc::ServerContext* context, std::string method)
+TypedCall::TypedCall(const TypedDeps& deps, grpc::ServerContextBase* context,
+                     std::string method)
     : core_(deps.core),
       admit_(deps.admit),
       context_(context),
-      method_(std::move(method)),
-      watcher_(context, &cancel_) {}
+      method_(std::move(method)) {}
 
 Status TypedCall::Begin(const google::protobuf::Map<std::string, std::string>& raw_config) {
   core_->CountRequest();
@@ -104,6 +78,33 @@ grpc::Status TypedCall::Finish(const Status& status) {
   }
   return result;
 }
+
+Status RunTypedBody(TypedCall& call,
+                    const google::protobuf::Map<std::string, std::string>& raw_config,
+                    const TypedBody& body) {
+  Status status = call.Begin(raw_config);
+  if (status.ok()) status = body(call);
+  return status;
+}
+
+UnaryCallReactor::UnaryCallReactor(const TypedDeps& deps, grpc::CallbackServerContext* context,
+                                   std::string method)
+    : runner_(deps.runner), call_(deps, context, std::move(method)) {}
+
+void UnaryCallReactor::Start(const google::protobuf::Map<std::string, std::string>* raw_config,
+                             TypedBody body) {
+  // gRPC keeps a Finish that comes before the handler has returned this reactor, so the
+  // body may finish at any time.
+  runner_->Run([this, raw_config, body = std::move(body)] {
+    Finish(call_.Finish(RunTypedBody(call_, *raw_config, body)));
+  });
+}
+
+// On a gRPC thread: cancelling runs the core's hooks, which only post work (bridge/core/
+// exec.cc interrupts a command in the background), so nothing here blocks.
+void UnaryCallReactor::OnCancel() { call_.cancel()->Cancel(); }
+
+void UnaryCallReactor::OnDone() { delete this; }
 
 Result<std::string> Required(const std::string& value, const char* field) {
   if (value.empty()) return InvalidParams(field, std::string(field) + " is required");

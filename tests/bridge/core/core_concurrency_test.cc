@@ -1,7 +1,7 @@
 // The core as the typed gRPC services use it (bridge/api/grpc), without gRPC: each call
 // validates its configuration, takes the EndpointCache of its server and credential from the
-// shared core, and runs Sandboxes / Exec / Files with a CancelToken of its own, which a
-// watcher thread cancels when the client goes away (typed_call.h). Many such calls at
+// shared core, and runs Sandboxes / Exec / Files with a CancelToken of its own, which the
+// call's reactor cancels when the client goes away (typed_call.h). Many such calls at
 // once, with two credentials, against the real fake server process; under
 // --config=tsan ThreadSanitizer judges the core's threads, caches and cancellation
 // (tools/sanitizers). Outcomes are checked exactly.

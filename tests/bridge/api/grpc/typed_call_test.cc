@@ -148,23 +148,25 @@ TEST_F(TypedCallTest, UnprintableRequestIdIsLeftOut) {
   EXPECT_EQ(Trailer("abx-epp-code"), "E8005");
 }
 
-TEST_F(TypedCallTest, ServeRunsTheBodyOnlyAfterAGoodBegin) {
+TEST_F(TypedCallTest, TheBodyRunsOnlyAfterAGoodBegin) {
   bool ran = false;
-  grpc::Status status = Serve(deps_, &context_, "Test.Call", ConfigMap({{"protocol", "gopher"}}),
-                              [&](TypedCall&) -> Status {
-                                ran = true;
-                                return OkStatus();
-                              });
+  TypedCall refused(deps_, &context_, "Test.Call");
+  Status status = RunTypedBody(refused, ConfigMap({{"protocol", "gopher"}}),
+                               [&](TypedCall&) -> Status {
+                                 ran = true;
+                                 return OkStatus();
+                               });
   EXPECT_FALSE(ran);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.Finish(status).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
   grpc::ServerContext other;
-  status = Serve(deps_, &other, "Test.Call", ConfigMap({}), [&](TypedCall&) -> Status {
+  TypedCall admitted(deps_, &other, "Test.Call");
+  status = RunTypedBody(admitted, ConfigMap({}), [&](TypedCall&) -> Status {
     ran = true;
     return InvalidParams("sandbox_id", "sandbox_id is required");
   });
   EXPECT_TRUE(ran);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(admitted.Finish(status).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST(RequiredTest, EmptyIsInvalidParamsNamingTheField) {

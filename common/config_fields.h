@@ -30,13 +30,13 @@ struct Field {
 inline constexpr Field kFields[] = {
     // name                 default                        native variable                   secret per_request
     {"base_url",            "",                            nullptr,                          false, false},
-    {"domain",              "localhost:8080",              "OPEN_SANDBOX_DOMAIN",            false, false},
+    {"domain",              "127.0.0.1:8080",              "OPEN_SANDBOX_DOMAIN",            false, false},
     {"protocol",            "http",                        "OPEN_SANDBOX_PROTOCOL",          false, false},
     {"api_key",             "",                            "OPEN_SANDBOX_API_KEY",           true,  false},
     {"use_server_proxy",    "false",                       "OPEN_SANDBOX_USE_SERVER_PROXY",  false, false},
     {"default_image",       "python:3.12-slim",            nullptr,                          false, true},
-    {"image_aliases",       "{}",                          nullptr,                          false, true},
-    {"entrypoint",          "[\"tail\",\"-f\",\"/dev/null\"]", nullptr,                      false, true},
+    {"image_aliases",       "code=opensandbox/code-interpreter:v1.1.0", nullptr,             false, true},
+    {"entrypoint",          "tail -f /dev/null",           nullptr,                          false, true},
     {"ready_timeout",       "60",                          nullptr,                          false, true},
     {"request_timeout",     "30",                          nullptr,                          false, false},
     {"default_timeout",     "600",                         nullptr,                          false, false},

@@ -3,7 +3,8 @@
 // entrypoint) to numbers, booleans and URLs. Invariants: a refusal is -32602 naming a
 // field and quoting no secret; an accepted configuration has a lifecycle URL of the
 // documented shape, positive finite timeouts, a network policy that is one compact
-// JSON object, and a redacted view that shows no secret.
+// JSON object, an entrypoint that names a program, and an effective view (provider.info)
+// that is one JSON object and shows no secret.
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -100,12 +101,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& [alias, image] : config.image_aliases) {
     FUZZ_CHECK(!image.empty(), "alias [%s] maps to no image", Printable(alias).c_str());
   }
+  FUZZ_CHECK(!config.entrypoint.empty() && !config.entrypoint.front().empty(),
+             "an entrypoint without a program");
   const auto marked_raw = Marked(raw);
   auto marked = abx::core::ParseConfig(marked_raw);
   FUZZ_CHECK(marked.ok(), "valid only with its own secrets: [%s]",
              Printable(marked.error().message).c_str());
-  for (const auto& [name, shown] : abx::core::RedactedView(marked_raw, marked.value())) {
-    FUZZ_CHECK(!HasMarker(shown), "provider.info shows a secret in %s", name.c_str());
-  }
+  const std::string shown = abx::core::EffectiveConfigJson(marked_raw, marked.value());
+  FUZZ_CHECK(!HasMarker(shown), "provider.info shows a secret: [%s]", Printable(shown).c_str());
+  rapidjson::Document view;
+  view.Parse(shown.c_str(), shown.size());
+  FUZZ_CHECK(!view.HasParseError() && view.IsObject(), "provider.info config is no JSON object [%s]",
+             Printable(shown).c_str());
+
   return 0;
 }

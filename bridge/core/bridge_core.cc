@@ -4,20 +4,6 @@
 #include <tuple>
 
 namespace abx::core {
-namespace {
-
-// "https://user:pass@host/v1" → "https://host/v1": a URL may carry a password.
-std::string WithoutUserInfo(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  const size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  const size_t path_start = url.find('/', host_start);
-  const size_t at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
-  if (at == std::string::npos || at < host_start) return url;
-  return url.substr(0, host_start) + url.substr(at + 1);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
   ABX_ASSIGN_OR_RETURN(auto http, opensandbox::HttpCaller::Create());
   return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http)));

@@ -6,8 +6,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "bridge/base/json.h"
+#include "bridge/core/shell_words.h"
 #include "common/config_fields.h"
 
 namespace abx::core {
@@ -34,8 +36,8 @@ Result<std::string> LifecycleUrl(const std::map<std::string, std::string>& raw) 
   if (base.empty()) {
     std::string domain = get("domain");
     std::string protocol = Lower(get("protocol"));
-    if (domain.empty()) domain = "localhost:8080";
-    if (protocol.empty()) protocol = "http";
+    if (domain.empty()) domain = config::FindField("domain")->default_text;
+    if (protocol.empty()) protocol = config::FindField("protocol")->default_text;
     if (protocol != "http" && protocol != "https") {
       return InvalidParams("protocol", "protocol must be http or https");
     }
@@ -61,36 +63,19 @@ Result<std::string> LifecycleUrl(const std::map<std::string, std::string>& raw) 
   return base;
 }
 
-Result<std::map<std::string, std::string>> ParseAliases(const std::string& text) {
+// `text` as a JSON array: nullopt when it is not JSON or not an array (a command line
+// may start with '[', as `[ -f x ]` does); an error when it is an array of non-strings.
+Result<std::optional<std::vector<std::string>>> JsonStrings(const std::string& field,
+                                                            const std::string& text) {
   rapidjson::Document doc;
   doc.Parse<json::kParseFlags>(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
-    return InvalidParams("image_aliases", "image_aliases must be a JSON object of alias → image");
-  }
-  std::map<std::string, std::string> out;
-  for (auto& m : doc.GetObject()) {
-    if (!m.value.IsString() || m.value.GetStringLength() == 0) {
-      return InvalidParams("image_aliases", "image_aliases values must be image references");
-    }
-    out[m.name.GetString()] = m.value.GetString();
-  }
-  return out;
-}
-
-Result<std::vector<std::string>> ParseEntrypoint(const std::string& text) {
-  rapidjson::Document doc;
-  doc.Parse<json::kParseFlags>(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsArray() || doc.Empty()) {
-    return InvalidParams("entrypoint", "entrypoint must be a non-empty JSON array of strings");
-  }
+  if (doc.HasParseError() || !doc.IsArray()) return std::optional<std::vector<std::string>>();
   std::vector<std::string> out;
   for (auto& v : doc.GetArray()) {
-    if (!v.IsString()) {
-      return InvalidParams("entrypoint", "entrypoint must be a non-empty JSON array of strings");
-    }
+    if (!v.IsString()) return InvalidParams(field, field + " as a JSON array holds only strings");
     out.emplace_back(v.GetString(), v.GetStringLength());
   }
-  return out;
+  return std::optional<std::vector<std::string>>(std::move(out));
 }
 
 Result<std::string> ParseNetworkPolicy(const std::string& text) {
@@ -143,6 +128,72 @@ Result<double> ParseSeconds(const std::string& field, const std::string& text) {
   return v;
 }
 
+Result<std::map<std::string, std::string>> ParseImageAliases(const std::string& field,
+                                                             const std::string& text) {
+  const std::string t = Trim(text);
+  std::map<std::string, std::string> out;
+  if (!t.empty() && t.front() == '{') {
+    rapidjson::Document doc;
+    doc.Parse<json::kParseFlags>(t.c_str(), t.size());
+    if (doc.HasParseError() || !doc.IsObject()) {
+      return InvalidParams(field, field + " is neither name=image,… nor a JSON object");
+    }
+    for (auto& m : doc.GetObject()) {
+      if (!m.value.IsString() || Trim(m.value.GetString()).empty()) {
+        return InvalidParams(field, field + " maps each name to an image reference");
+      }
+      out[m.name.GetString()] = Trim(m.value.GetString());
+    }
+    return out;
+  }
+  size_t begin = 0;
+  while (begin <= t.size() && !t.empty()) {
+    size_t comma = t.find(',', begin);
+    if (comma == std::string::npos) comma = t.size();
+    const std::string entry = Trim(t.substr(begin, comma - begin));
+    begin = comma + 1;
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos) {
+      return InvalidParams(field, field + " entry \"" + entry + "\" is not name=image");
+    }
+    const std::string name = Trim(entry.substr(0, eq));
+    const std::string image = Trim(entry.substr(eq + 1));
+    const bool good_name =
+        !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+          return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+        });
+    if (!good_name) {
+      return InvalidParams(field, field + " names are letters, digits, '.', '_' and '-' (entry \"" +
+                                      entry + "\")");
+    }
+    if (image.empty() || image.find_first_of(" \t") != std::string::npos) {
+      return InvalidParams(field, field + " entry \"" + entry + "\" needs an image without blanks");
+    }
+    if (!out.emplace(name, image).second) {
+      return InvalidParams(field, field + " names " + name + " twice");
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ParseEntrypoint(const std::string& field, const std::string& text) {
+  const std::string t = Trim(text);
+  std::optional<std::vector<std::string>> words;
+  if (!t.empty() && t.front() == '[') {
+    auto array = JsonStrings(field, t);
+    if (!array.ok()) return array.error();
+    words = std::move(array).value();
+  }
+  if (!words) words = SplitShellWords(t);
+  if (!words) {
+    return InvalidParams(field, field + " has an unterminated quote or a trailing backslash");
+  }
+  if (words->empty() || words->front().empty()) {
+    return InvalidParams(field, field + " must name a program");
+  }
+  return std::move(words).value();
+}
+
 Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw) {
   for (const auto& [name, value] : raw) {
     if (name == "_config_file_error") {
@@ -156,6 +207,15 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
   auto url = LifecycleUrl(raw);
   if (!url.ok()) return url.error();
   config.lifecycle_url = *url;
+  // The table's defaults first; a configured image_aliases adds to its default.
+  auto default_aliases =
+      ParseImageAliases("image_aliases", config::FindField("image_aliases")->default_text);
+  auto default_entrypoint = ParseEntrypoint("entrypoint", config::FindField("entrypoint")->default_text);
+  if (!default_aliases.ok() || !default_entrypoint.ok()) {
+    return MakeError(ErrorCode::kNotInitialized, "the built-in configuration defaults do not parse");
+  }
+  config.image_aliases = std::move(default_aliases).value();
+  config.entrypoint = std::move(default_entrypoint).value();
 
   for (const auto& [name, value] : raw) {
     if (name == "api_key") {
@@ -168,11 +228,12 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
       if (Trim(value).empty()) return InvalidParams(name, "default_image must not be empty");
       config.default_image = Trim(value);
     } else if (name == "image_aliases") {
-      auto aliases = ParseAliases(value);
+      auto aliases = ParseImageAliases(name, value);
       if (!aliases.ok()) return aliases.error();
-      config.image_aliases = std::move(aliases).value();
+      for (auto& [alias, image] : *aliases) config.image_aliases[alias] = image;
     } else if (name == "entrypoint") {
-      auto entrypoint = ParseEntrypoint(value);
+      if (Trim(value).empty()) continue;  // unset: the default
+      auto entrypoint = ParseEntrypoint(name, value);
       if (!entrypoint.ok()) return entrypoint.error();
       config.entrypoint = std::move(entrypoint).value();
     } else if (name == "ready_timeout" || name == "request_timeout") {
@@ -212,17 +273,75 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
   return config;
 }
 
-std::map<std::string, std::string> RedactedView(const std::map<std::string, std::string>& raw,
-                                                const ProviderConfig& config) {
-  std::map<std::string, std::string> out;
-  for (const config::Field& f : config::kFields) {
+std::string WithoutUserInfo(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const size_t path_start = url.find('/', host_start);
+  const size_t at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
+  if (at == std::string::npos || at < host_start) return url;
+  return url.substr(0, host_start) + url.substr(at + 1);
+}
+
+std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
+                                const ProviderConfig& config) {
+  auto text = [&](const config::Field& f) {
     auto it = raw.find(f.name);
-    std::string value = it != raw.end() ? it->second : f.default_text;
-    if (f.secret && !value.empty()) value = "***";
-    out[f.name] = value;
+    return it != raw.end() ? Trim(it->second) : std::string(f.default_text);
+  };
+  auto string_or_null = [](const std::string& s) { return s.empty() ? "null" : json::Quote(s); };
+  auto secret = [](const std::string& s) { return s.empty() ? "null" : json::Quote("***"); };
+  auto number = [](double v) {
+    std::string n = std::to_string(v);
+    n.erase(n.find_last_not_of('0') + 1);
+    if (n.back() == '.') n.pop_back();
+    return n;
+  };
+  auto boolean = [](bool b) { return b ? "true" : "false"; };
+  std::string out = "{";
+  for (const config::Field& f : config::kFields) {
+    const std::string name = f.name;
+    std::string value;
+    if (name == "base_url") {
+      std::string root = WithoutUserInfo(config.lifecycle_url);
+      root.resize(root.size() - 3);  // "/v1": the server root, as configured
+      value = json::Quote(root);
+    } else if (name == "domain" || name == "protocol" || name == "default_image") {
+      value = json::Quote(name == "default_image" ? config.default_image : text(f));
+    } else if (name == "api_key") {
+      value = secret(config.api_key);
+    } else if (name == "use_server_proxy") {
+      value = boolean(config.use_server_proxy);
+    } else if (name == "image_aliases") {
+      value = json::ObjectOfStrings(config.image_aliases);
+    } else if (name == "entrypoint") {
+      value = json::ArrayOfStrings(config.entrypoint);
+    } else if (name == "ready_timeout") {
+      value = number(config.ready_timeout_s);
+    } else if (name == "request_timeout") {
+      value = number(config.request_timeout_s);
+    } else if (name == "default_timeout") {
+      value = std::to_string(config.default_timeout_s);
+    } else if (name == "registry_username") {
+      value = string_or_null(config.registry_username);
+    } else if (name == "registry_password") {
+      value = secret(config.registry_password);
+    } else if (name == "network_policy") {
+      value = config.network_policy_json.empty() ? "null" : config.network_policy_json;
+    } else if (name == "platform") {
+      value = config.platform_os.empty()
+                  ? "null"
+                  : json::Quote(config.platform_os + "/" + config.platform_arch);
+    } else if (name == "secure_access") {
+      value = boolean(config.secure_access);
+    } else if (name == "execd_access_token") {
+      value = secret(config.execd_access_token);
+    } else {
+      value = f.secret ? secret(text(f)) : string_or_null(text(f));  // a field added later
+    }
+    if (out.size() > 1) out += ",";
+    out += json::Quote(name) + ":" + value;
   }
-  out["lifecycle_url"] = config.lifecycle_url;
-  return out;
+  return out + "}";
 }
 
 }  // namespace abx::core

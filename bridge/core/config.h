@@ -18,8 +18,12 @@ struct ProviderConfig {
   std::string api_key;  // secret
   bool use_server_proxy = false;
   std::string default_image = "python:3.12-slim";
+  // Short template names: the field's default, overridden per name by the configured
+  // value (and, for one create, by its provider_options).
   std::map<std::string, std::string> image_aliases;
-  std::vector<std::string> entrypoint;  // empty: derive from the image
+  // The entrypoint of stock images when the create call names none; a code-interpreter
+  // image keeps its own script (bridge/core/sandboxes.h).
+  std::vector<std::string> entrypoint;
   double ready_timeout_s = 60;
   double request_timeout_s = 30;
   int default_timeout_s = 600;  // sandbox lifetime when create names none; 0 = no expiry
@@ -35,17 +39,28 @@ struct ProviderConfig {
   std::string CredentialScope() const { return lifecycle_url + '\n' + api_key; }
 };
 
-// Validates raw values (field → text) and applies defaults. A malformed value is
-// -32602 naming the field. `overrides` are provider_options of one request, applied on
-// top of `raw` with the same rules.
+// Validates raw values (field → text) and applies the defaults of
+// common/config_fields.h. A malformed value is -32602 naming the field.
 Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw);
 
-// The effective configuration for provider.info: every field, secrets as "***".
-std::map<std::string, std::string> RedactedView(const std::map<std::string, std::string>& raw,
-                                                const ProviderConfig& config);
+// The effective configuration for provider.info, as a JSON object: one key per field of
+// common/config_fields.h with the value in use, typed (base_url the server root in use,
+// image_aliases the merged object, entrypoint an array, numbers and booleans as such,
+// unset fields null), secrets as "***".
+std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
+                                const ProviderConfig& config);
+
+// "https://user:pass@host/v1" → "https://host/v1": a URL may carry a password.
+std::string WithoutUserInfo(const std::string& url);
 
 // Parsers shared with provider_options.
 Result<bool> ParseBool(const std::string& field, const std::string& text);
 Result<double> ParseSeconds(const std::string& field, const std::string& text);
+// `name=image,name=image` (blanks around entries ignored), or a JSON object of strings.
+Result<std::map<std::string, std::string>> ParseImageAliases(const std::string& field,
+                                                             const std::string& text);
+// A command line split by POSIX quoting (bridge/core/shell_words.h), or a JSON array of
+// strings. Never empty.
+Result<std::vector<std::string>> ParseEntrypoint(const std::string& field, const std::string& text);
 
 }  // namespace abx::core

@@ -17,6 +17,18 @@ constexpr int kServerMaxPageSize = 200;
 
 bool Terminal(const std::string& state) { return state == "Failed" || state == "Terminated"; }
 
+// How often the wait for execd asks the server whether the sandbox still lives.
+constexpr int kPingsPerStateCheck = 5;
+
+Error EndedWhileStarting(const std::string& id, const opensandbox::SandboxRecord& record) {
+  std::string why;
+  if (!record.reason.empty()) why = record.reason;
+  if (!record.message.empty()) why += (why.empty() ? "" : ": ") + record.message;
+  return MakeError(ErrorCode::kUpstream, "sandbox " + id + " ended up " + record.state +
+                                             " while starting" +
+                                             (why.empty() ? "" : " (" + why + ")"));
+}
+
 Error Cancelled(const std::string& what) {
   return MakeError(ErrorCode::kCancelled, what + " was cancelled");
 }
@@ -45,18 +57,29 @@ Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record) const {
   return sandbox;
 }
 
+bool IsCodeInterpreterImage(const std::string& image) {
+  // registry[:port]/path/name[:tag][@digest]: the repository is what precedes the tag,
+  // and a tag's ':' comes after the last '/'.
+  std::string repository = image.substr(0, image.find('@'));
+  const size_t colon = repository.rfind(':');
+  const size_t slash = repository.rfind('/');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    repository.resize(colon);
+  }
+  const std::string suffix = "code-interpreter";
+  return repository.size() >= suffix.size() &&
+         repository.compare(repository.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
   const std::string image = ResolveImage(spec.template_name);
   std::vector<std::string> entrypoint = spec.entrypoint;
-  if (entrypoint.empty()) entrypoint = config_->entrypoint;
   if (entrypoint.empty()) {
-    // The code-interpreter images start their kernel from their own script; every other
-    // image only needs to stay alive for execd, as the official SDK does it.
-    if (image.find("code-interpreter") != std::string::npos) {
-      entrypoint = {"/opt/opensandbox/code-interpreter.sh"};
-    } else {
-      entrypoint = {"tail", "-f", "/dev/null"};
-    }
+    // The code-interpreter images start Jupyter from their own script, which the sandbox
+    // must run as its entrypoint (docs/opensandbox.md, the code-interpreter image); every
+    // other image only needs to stay alive for execd, as the configured default does.
+    entrypoint = IsCodeInterpreterImage(image) ? std::vector<std::string>{kCodeInterpreterScript}
+                                               : config_->entrypoint;
   }
   std::string body = "{\"image\":{\"uri\":" + json::Quote(image);
   if (!config_->registry_username.empty()) {
@@ -94,7 +117,7 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
   const std::string id = created->id;
   Status ready = cancel->cancelled()
                      ? Status(Cancelled("sandbox.create"))
-                     : WaitUntilUsable(id, created->state, deadline, cancel, progress);
+                     : WaitUntilUsable(*created, deadline, cancel, progress);
   if (!ready.ok()) {
     // Never leak the half-made sandbox, whatever went wrong (uncancellable clean-up).
     Status killed = lifecycle_.Delete(id, nullptr);
@@ -110,18 +133,18 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
   return Wrap(std::move(out));
 }
 
-Status Sandboxes::WaitUntilUsable(const std::string& id, std::string state, int64_t deadline_ms,
+Status Sandboxes::WaitUntilUsable(const opensandbox::SandboxRecord& created, int64_t deadline_ms,
                                   CancelToken* cancel, const ProgressFn& progress) {
+  const std::string& id = created.id;
   auto timed_out = [&](const std::string& what) {
     return MakeError(ErrorCode::kTimeout, "sandbox " + id + " was not ready within ready_timeout (" +
                                               what + ")");
   };
   // 1. Running, as the server sees it (create normally answers Running at once).
+  opensandbox::SandboxRecord last = created;
+  std::string state = created.state;
   while (state != "Running") {
-    if (Terminal(state)) {
-      return MakeError(ErrorCode::kUpstream, "sandbox " + id + " ended up " + state +
-                                                 " while starting");
-    }
+    if (Terminal(state)) return EndedWhileStarting(id, last);
     if (progress) progress(state.empty() ? "Pending" : state, "waiting for the sandbox to run");
     if (NowMillis() >= deadline_ms) return timed_out("still " + state);
     if (!cancel->SleepFor(kPollInterval)) return Cancelled("sandbox.create");
@@ -132,11 +155,18 @@ Status Sandboxes::WaitUntilUsable(const std::string& id, std::string state, int6
       continue;  // transient: keep polling until the deadline
     }
     state = record->state;
+    last = std::move(record).value();
   }
   // 2. execd answers: Running does not mean execd is up (docs/opensandbox.md §1.5).
+  // Meanwhile the sandbox may fail (an entrypoint the image does not have exits at
+  // once): every few pings the server is asked, so that ends the wait with its reason.
   bool reported = false;
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     if (cancel->cancelled()) return Cancelled("sandbox.create");
+    if (attempt % kPingsPerStateCheck == 0) {
+      auto record = lifecycle_.Get(id, cancel);
+      if (record.ok() && Terminal(record->state)) return EndedWhileStarting(id, *record);
+    }
     auto execd = upstream_->Execd(id, *config_, cancel);
     if (execd.ok()) {
       const int64_t left = std::max<int64_t>(1, deadline_ms - NowMillis());
@@ -252,7 +282,8 @@ Result<Sandbox> Sandboxes::Resume(const std::string& id, CancelToken* cancel) {
   const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
   auto record = lifecycle_.Get(id, cancel);
   if (!record.ok()) return record.error();
-  Status ready = WaitUntilUsable(id, record->state, deadline, cancel, nullptr);
+  record->id = id;
+  Status ready = WaitUntilUsable(*record, deadline, cancel, nullptr);
   if (!ready.ok()) return ready.error();
   return Get(id, cancel);
 }

@@ -19,13 +19,23 @@
 
 namespace abx::core {
 
+// Upstream's code-interpreter image starts Jupyter from this script; a sandbox made from
+// it must run it as its entrypoint (docs/opensandbox.md, the code-interpreter image).
+inline constexpr const char* kCodeInterpreterScript = "/opt/code-interpreter/code-interpreter.sh";
+
+// True when the image's repository name ends in "code-interpreter", whatever its
+// registry, tag or digest.
+bool IsCodeInterpreterImage(const std::string& image);
+
 struct CreateSpec {
   std::string template_name;           // alias, "base", or an image reference; "" = base
   std::optional<int64_t> timeout_s;    // sandbox lifetime; 0 = no expiry
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> metadata;
   std::string cpu, memory;
-  std::vector<std::string> entrypoint;  // empty: the configured or derived default
+  // The create call's own (or its provider_options'); empty: a code-interpreter image's
+  // script, else the configured entrypoint.
+  std::vector<std::string> entrypoint;
   std::optional<bool> secure;
 };
 
@@ -70,7 +80,7 @@ class Sandboxes {
   std::string CreateBody(const CreateSpec& spec) const;
 
  private:
-  Status WaitUntilUsable(const std::string& id, std::string state, int64_t deadline_ms,
+  Status WaitUntilUsable(const opensandbox::SandboxRecord& created, int64_t deadline_ms,
                          CancelToken* cancel, const ProgressFn& progress);
   Sandbox Wrap(opensandbox::SandboxRecord record) const;
 

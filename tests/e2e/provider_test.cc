@@ -372,7 +372,10 @@ TEST_F(ProviderTest, ConfigFileIsReadAndTheEnvironmentWins) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(GetString(r->result(), "config.default_image"), "from-env:2");
   EXPECT_EQ(GetString(r->result(), "config.api_key"), "***");
-  EXPECT_EQ(GetString(r->result(), "config.image_aliases"), R"({"py":"python:3.12"})");
+  // A TOML table is accepted beside the documented name=image form, and adds to the
+  // default alias.
+  EXPECT_EQ(GetString(r->result(), "config.image_aliases.py"), "python:3.12");
+  EXPECT_EQ(GetString(r->result(), "config.image_aliases.code"), "opensandbox/code-interpreter:v1.1.0");
   r = Ok(shim, "sandbox.list", "{}");
   ASSERT_NE(r, nullptr);
   EXPECT_FALSE(r->IsError());

@@ -94,7 +94,7 @@ TEST(BinaryTest, ListensPrintsPortAndCleansUpOnSigterm) {
   EXPECT_EQ(client.Get("/v1/sandboxes")->status, 401);
   httplib::Headers key = {{"OPEN-SANDBOX-API-KEY", "k"}};
   auto created = client.Post("/v1/sandboxes", key,
-                             R"({"image":{"uri":"x"},"entrypoint":["a"],"resourceLimits":{}})",
+                             R"({"image":{"uri":"x"},"entrypoint":["sleep","infinity"],"resourceLimits":{}})",
                              "application/json");
   ASSERT_EQ(created->status, 202);
   std::string id = ParseJson(created->body)["id"].GetString();
@@ -160,7 +160,7 @@ TEST(BinaryTest, ManyConnectionsAtOnceAreQueuedNotDropped) {
   httplib::Client client("127.0.0.1", port);
   httplib::Headers key = {{"OPEN-SANDBOX-API-KEY", "k"}};
   auto created = client.Post("/v1/sandboxes", key,
-                             R"({"image":{"uri":"x"},"entrypoint":["a"],"resourceLimits":{}})",
+                             R"({"image":{"uri":"x"},"entrypoint":["sleep","infinity"],"resourceLimits":{}})",
                              "application/json");
   ASSERT_EQ(created->status, 202);
   std::string id = ParseJson(created->body)["id"].GetString();

@@ -119,7 +119,7 @@ TEST(LifecycleTest, CreateAnswers202RunningWithoutNullsOrSecrets) {
   // Manual cleanup: expiresAt omitted; `{}` metadata echoed by create.
   auto manual = fake.lifecycle->Post(
       "/v1/sandboxes",
-      R"({"image":{"uri":"x"},"entrypoint":["a"],"resourceLimits":{},"metadata":{}})",
+      R"({"image":{"uri":"x"},"entrypoint":["sleep","infinity"],"resourceLimits":{},"metadata":{}})",
       "application/json");
   ASSERT_EQ(manual->status, 202);
   rapidjson::Document m = ParseJson(manual->body);
@@ -178,7 +178,7 @@ TEST(LifecycleTest, CreateValidation422And400) {
   // Accepted extras: network policy, upper-case platform, metadata with a prefix.
   auto ok = fake.lifecycle->Post(
       "/v1/sandboxes",
-      R"({"image":{"uri":"x"},"entrypoint":["a"],"resourceLimits":{},"networkPolicy":{"defaultAction":"deny","egress":[]},)"
+      R"({"image":{"uri":"x"},"entrypoint":["sleep","infinity"],"resourceLimits":{},"networkPolicy":{"defaultAction":"deny","egress":[]},)"
       R"("platform":{"os":"Linux","arch":"ARM64"},"metadata":{"example.com/team":"infra"},"unknownField":1})",
       "application/json");
   ASSERT_EQ(ok->status, 202) << ok->body;
@@ -368,6 +368,44 @@ TEST(LifecycleTest, PendingPollsThenRunning) {
   EXPECT_NE(fake.lifecycle->Get(path.c_str())->body.find("Pending"), std::string::npos);
   EXPECT_NE(fake.lifecycle->Get(path.c_str())->body.find("Pending"), std::string::npos);
   EXPECT_NE(fake.lifecycle->Get(path.c_str())->body.find("Running"), std::string::npos);
+}
+
+// A real container whose entrypoint names a file its image does not have starts, exits
+// 127 at once, and its sandbox turns Failed: the fake does the same (image_catalog.h),
+// so a wrong entrypoint can never pass the tests.
+TEST(LifecycleTest, AnEntrypointTheImageLacksFailsTheSandbox) {
+  TestFake fake;
+  auto create = [&](const std::string& image, const std::string& entrypoint) {
+    auto res = fake.lifecycle->Post(
+        "/v1/sandboxes",
+        R"({"image":{"uri":")" + image + R"("},"entrypoint":)" + entrypoint + R"(,"resourceLimits":{}})",
+        "application/json");
+    EXPECT_EQ(res->status, 202) << res->body;
+    return Field(res->body, "id");
+  };
+  const std::string script = R"(["/opt/code-interpreter/code-interpreter.sh"])";
+  const std::string stock = create("python:3.12-slim", script);
+  const std::string wrong_path = create("opensandbox/code-interpreter:v1.1.0",
+                                        R"(["/opt/opensandbox/code-interpreter.sh"])");
+  const std::string interpreter = create("registry.example.com:5000/opensandbox/code-interpreter:v1.1.0", script);
+  const std::string shell_line = create("python:3.12-slim", R"(["tail -f /dev/null"])");
+  const std::string unknown_program = create("python:3.12-slim", R"(["no-such-program-here"])");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto state = [&](const std::string& id) {
+    return ParseJson(fake.lifecycle->Get(("/v1/sandboxes/" + id).c_str())->body);
+  };
+  for (const std::string& id : {stock, wrong_path, unknown_program}) {
+    rapidjson::Document doc = state(id);
+    EXPECT_STREQ(doc["status"]["state"].GetString(), "Failed") << id;
+    EXPECT_STREQ(doc["status"]["reason"].GetString(), "CONTAINER_EXITED_ERROR");
+    EXPECT_STREQ(doc["status"]["message"].GetString(), "Sandbox container exited with code 127");
+  }
+  for (const std::string& id : {interpreter, shell_line}) {
+    EXPECT_STREQ(state(id)["status"]["state"].GetString(), "Running") << id;
+  }
+  // The failed container's execd is gone with it.
+  EndpointClient execd(fake.ExecdEndpoint(stock));
+  EXPECT_EQ(execd.client->Get(execd.Path("/ping").c_str())->status, 503);
 }
 
 TEST(LifecycleTest, MetadataPatch) {

@@ -9,9 +9,13 @@
 #include <cstring>
 
 #include "tests/fake-opensandbox/ids.h"
+#include "tests/fake-opensandbox/image_catalog.h"
 
 namespace fake_opensandbox {
 namespace {
+
+// How long a container whose entrypoint is missing shows Running before it is Failed.
+constexpr int64_t kEntrypointFailureMs = 100;
 
 struct StateText {
   const char* reason;
@@ -36,6 +40,7 @@ StateText DescribeState(const std::string& state, bool docker) {
 SandboxGate::State GateFor(const std::string& state) {
   if (state == "Running") return SandboxGate::State::kRunning;
   if (state == "Pending") return SandboxGate::State::kStarting;
+  if (state == "Failed" || state == "Terminated") return SandboxGate::State::kGone;
   return SandboxGate::State::kFrozen;
 }
 
@@ -95,6 +100,10 @@ void SandboxRegistry::SetState(Record& record, const std::string& state) {
   record.info.state = state;
   record.info.reason = text.reason;
   record.info.message = text.message;
+  if (state == "Failed" && record.exit_code != 0 && docker) {
+    record.info.reason = "CONTAINER_EXITED_ERROR";
+    record.info.message = "Sandbox container exited with code " + std::to_string(record.exit_code);
+  }
   record.info.last_transition_at = clock_.Now();
   // A paused container is frozen: so are its processes.
   if (state == "Paused" && previous != "Paused") record.execd->commands().SignalAll(SIGSTOP);
@@ -154,6 +163,13 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   SetState(*record, pending ? "Pending" : "Running");
   if (!pending && config_.runtime == Runtime::kDocker) {
     info.message = "Sandbox container started successfully.";
+  }
+  if (spec.image_uri && !spec.resolved_entrypoint.empty() &&
+      !ImageHasProgram(*spec.image_uri, spec.resolved_entrypoint[0])) {
+    // The container starts, and its entrypoint fails at once: "not found" is 127.
+    record->exit_code = 127;
+    record->transition_to = "Failed";
+    record->transition_at = clock_.Now() + std::chrono::milliseconds(kEntrypointFailureMs);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   info.sequence = next_sequence_++;

@@ -83,6 +83,7 @@ class SandboxRegistry {
     bool stuck_pending = false;
     std::optional<TimePoint> transition_at;  // server clock
     std::string transition_to;
+    int exit_code = 0;  // the entrypoint's, once it has failed
     std::shared_ptr<SandboxGate> gate;
     std::unique_ptr<ExecdServer> execd;
   };

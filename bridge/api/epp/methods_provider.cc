@@ -46,7 +46,7 @@ Result<std::string> ProviderInfo(Request& req) {
                     List(kFeatures, std::size(kFeatures)) + ",\"partial\":{" + Quote(kPartialFeature) +
                     ":" + Quote(kPartialNote) + "},\"extensions\":" +
                     List(kExtensions, std::size(kExtensions)) + ",\"config\":" +
-                    json::ObjectOfStrings(core::RedactedView(s.origin().config, s.config()));
+                    core::EffectiveConfigJson(s.origin().config, s.config());
   std::map<std::string, std::string> sources;
   for (const auto& [field, source] : s.origin().config_source) sources[field] = source;
   out += ",\"config_source\":" + json::ObjectOfStrings(sources);
@@ -61,7 +61,14 @@ Result<std::string> ProviderInfo(Request& req) {
 Result<std::string> ProviderDoctor(Request& req) {
   Session& s = req.session();
   std::vector<Check> checks;
-  checks.push_back({"configuration", true, "valid; server " + s.config().lifecycle_url});
+  std::string configuration = "valid; server " + core::WithoutUserInfo(s.config().lifecycle_url);
+  auto entrypoint = s.origin().config.find("entrypoint");
+  if (entrypoint != s.origin().config.end() && entrypoint->second.find_first_not_of(" \t") != std::string::npos) {
+    // docs/epp1.md §3, code.interpret: a code-interpreter image keeps its own script.
+    configuration += "; the configured entrypoint applies to stock images, not to code-interpreter "
+                     "images, which start their own script unless the create call names one";
+  }
+  checks.push_back({"configuration", true, configuration});
   checks.push_back({"bridge", true, "pid " + std::to_string(getpid()) + ", build " + kBuildId});
 
   core::ServerProbe server = core::ProbeServer(*s.upstream(), s.config(), &req.cancel());

@@ -28,32 +28,46 @@ std::string SandboxJson(const core::Sandbox& s) {
 
 // provider_options of one create: only the fields a request may set
 // (common/config_fields.h, per_request; docs/epp1.md §3), applied over the session's
-// configuration with the same validation.
-Result<core::ProviderConfig> EffectiveConfig(Request& req) {
+// configuration with the same validation. Two act per name or per call instead:
+// image_aliases adds to the session's aliases, and entrypoint is the call's own (so,
+// unlike the configured one, it applies to a code-interpreter image too).
+Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spec) {
   const rapidjson::Value* options = Params(req.params()).Raw("provider_options");
   if (!options) return req.session().config();
   if (!options->IsObject()) {
     return InvalidParams("provider_options", "provider_options must be an object");
   }
+  auto in_options = [](Error e) {
+    e.field = "provider_options." + e.field;
+    return e;
+  };
   std::map<std::string, std::string> raw = req.session().origin().config;
+  std::map<std::string, std::string> aliases;
   for (auto& m : options->GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
     const config::Field* field = config::FindField(key);
     if (field == nullptr || !field->per_request) {
-      Error e = MakeError(ErrorCode::kUnsupported,
-                                      "provider_options." + key + " is not an option a request may set");
-      e.field = "provider_options." + key;
-      return e;
+      return in_options(MakeError(ErrorCode::kUnsupported,
+                                   "provider_options." + key + " is not an option a request may set"));
     }
-    raw[key] = m.value.IsString() ? std::string(m.value.GetString(), m.value.GetStringLength())
+    const std::string value = m.value.IsString()
+                                  ? std::string(m.value.GetString(), m.value.GetStringLength())
                                   : json::ToJson(m.value);
+    if (key == "image_aliases") {
+      auto parsed = core::ParseImageAliases(key, value);
+      if (!parsed.ok()) return in_options(parsed.error());
+      aliases = std::move(parsed).value();
+    } else if (key == "entrypoint") {
+      auto parsed = core::ParseEntrypoint(key, value);
+      if (!parsed.ok()) return in_options(parsed.error());
+      if (spec->entrypoint.empty()) spec->entrypoint = std::move(parsed).value();
+    } else {
+      raw[key] = value;
+    }
   }
   auto config = core::ParseConfig(raw);
-  if (!config.ok()) {
-    Error e = config.error();
-    e.field = "provider_options." + e.field;
-    return e;
-  }
+  if (!config.ok()) return in_options(config.error());
+  for (auto& [name, image] : aliases) config->image_aliases[name] = image;
   return config;
 }
 
@@ -61,8 +75,13 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req) {
 
 Result<std::string> SandboxCreate(Request& req) {
   Params p(req.params());
-  ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req));
   core::CreateSpec spec;
+  ABX_ASSIGN_OR_RETURN(auto entrypoint, p.StringArray("entrypoint"));
+  if (entrypoint) {
+    if (entrypoint->empty()) return InvalidParams("entrypoint", "entrypoint must not be empty");
+    spec.entrypoint = *entrypoint;
+  }
+  ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req, &spec));
   ABX_ASSIGN_OR_RETURN(auto template_name, p.String("template"));
   spec.template_name = template_name.value_or("base");
   ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
@@ -85,11 +104,6 @@ Result<std::string> SandboxCreate(Request& req) {
       if (value.empty()) return InvalidParams("resources." + key, "resources." + key + " must be a string or a number");
       (key == "cpu" ? spec.cpu : spec.memory) = value;
     }
-  }
-  ABX_ASSIGN_OR_RETURN(auto entrypoint, p.StringArray("entrypoint"));
-  if (entrypoint) {
-    if (entrypoint->empty()) return InvalidParams("entrypoint", "entrypoint must not be empty");
-    spec.entrypoint = *entrypoint;
   }
   ABX_ASSIGN_OR_RETURN(auto secure, p.Bool("secure"));
   spec.secure = secure;

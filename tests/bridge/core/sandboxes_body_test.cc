@@ -21,9 +21,11 @@ rapidjson::Document Body(const std::map<std::string, std::string>& raw, const Cr
 }
 
 TEST(SandboxesBodyTest, TemplateResolution) {
-  std::map<std::string, std::string> raw = {{"image_aliases", R"({"node":"node:22-slim"})"},
+  std::map<std::string, std::string> raw = {{"image_aliases", "node=node:22-slim"},
                                             {"default_image", "ubuntu:24.04"}};
   CreateSpec spec;
+  spec.template_name = "code";  // the default alias stays beside the configured ones
+  EXPECT_STREQ(Body(raw, spec)["image"]["uri"].GetString(), "opensandbox/code-interpreter:v1.1.0");
   spec.template_name = "node";
   EXPECT_STREQ(Body(raw, spec)["image"]["uri"].GetString(), "node:22-slim");
   spec.template_name = "base";
@@ -37,12 +39,29 @@ TEST(SandboxesBodyTest, EntrypointDefaultsAndTheCodeInterpreterException) {
   auto doc = Body({}, spec);
   ASSERT_EQ(doc["entrypoint"].Size(), 3u);
   EXPECT_STREQ(doc["entrypoint"][0].GetString(), "tail");
-  spec.template_name = "opensandbox/code-interpreter:v1.0.1";
-  doc = Body({}, spec);
-  ASSERT_EQ(doc["entrypoint"].Size(), 1u);
-  EXPECT_STREQ(doc["entrypoint"][0].GetString(), "/opt/opensandbox/code-interpreter.sh");
+  // A configured entrypoint is for stock images; the code-interpreter image keeps the
+  // script that starts its Jupyter, under template "code" or any registry and tag.
+  const std::map<std::string, std::string> configured = {{"entrypoint", "python3 app.py"}};
+  EXPECT_STREQ(Body(configured, spec)["entrypoint"][0].GetString(), "python3");
+  for (const char* image : {"code", "opensandbox/code-interpreter:v1.0.1",
+                            "registry.example.com:5000/team/code-interpreter",
+                            "opensandbox/code-interpreter@sha256:abcd"}) {
+    spec.template_name = image;
+    doc = Body(configured, spec);
+    ASSERT_EQ(doc["entrypoint"].Size(), 1u) << image;
+    EXPECT_STREQ(doc["entrypoint"][0].GetString(), "/opt/code-interpreter/code-interpreter.sh");
+  }
+  // The create call's own entrypoint applies to every image.
   spec.entrypoint = {"sleep", "infinity"};
   EXPECT_STREQ(Body({}, spec)["entrypoint"][0].GetString(), "sleep");
+}
+
+TEST(SandboxesBodyTest, OnlyARepositoryEndingInCodeInterpreterIsOne) {
+  EXPECT_TRUE(IsCodeInterpreterImage("opensandbox/code-interpreter"));
+  EXPECT_TRUE(IsCodeInterpreterImage("localhost:5000/my-code-interpreter:latest"));
+  EXPECT_FALSE(IsCodeInterpreterImage("opensandbox/code-interpreter-base:latest"));
+  EXPECT_FALSE(IsCodeInterpreterImage("code-interpreter.example.com/python:3.12"));
+  EXPECT_FALSE(IsCodeInterpreterImage("python:code-interpreter"));
 }
 
 TEST(SandboxesBodyTest, OptionsAndDefaults) {

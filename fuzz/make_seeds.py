@@ -403,19 +403,22 @@ def opensandbox_json_seeds():
             "metrics_error": j({"error": "boom"}),
             "plain_text": "Internal Server Error",
             "empty": ""},
+        6: {"metrics": j({"cpu_count": 2, "cpu_used_pct": 12.5, "mem_total_mib": 24032.1,
+                          "mem_used_mib": 3100, "timestamp": 1764936000123}),
+            "metrics_strings": j({"cpu_count": "2", "cpu_used_pct": None, "timestamp": 1e300})},
     }
     statuses = {5: [404, 422, 500, 503, 401, 409, 416, 200]}
     for which, group in bodies.items():
         for i, (name, body) in enumerate(group.items()):
             status = statuses.get(which, [200])[i % len(statuses.get(which, [200]))]
-            seed = Input().int_in_range(which, 0, 5).int_in_range(status, 100, 599)
+            seed = Input().int_in_range(which, 0, 6).int_in_range(status, 100, 599)
             seed.string("req-%d" % i).boolean(False).rest(body)
             write("opensandbox_json", name, seed.bytes())
     for which, name, body in ((0, "deep_sandbox", b'{"id":"x","status":{},"metadata":' + REPEAT + b"\xff["),
                               (1, "deep_page", b'{"items":' + REPEAT + b"\xff["),
                               (5, "deep_error", b'{"message":' + REPEAT + b"\xff{"),
                               (5, "invalid_utf8_error", b'{"code":"X","message":"\xff\xfe bad"}')):
-        seed = Input().int_in_range(which, 0, 5).int_in_range(500, 100, 599)
+        seed = Input().int_in_range(which, 0, 6).int_in_range(500, 100, 599)
         seed.string(b"req-\xc1" if which == 5 else "r").boolean(REPEAT in body).rest(body)
         write("opensandbox_json", name, seed.bytes())
 

@@ -1,8 +1,8 @@
 // What the OpenSandbox server and execd answer, as the bridge decodes it: lifecycle
 // bodies (DecodeSandbox, DecodeSandboxPage, DecodeEndpoint), execd bodies
-// (DecodeCommandStatus, DecodeFileInfo) and error bodies (FromHttpStatus), from any
+// (DecodeCommandStatus, DecodeFileInfo, DecodeMetrics) and error bodies (FromHttpStatus), from any
 // bytes a server, a proxy or whatever listens in a sandbox could send. The first byte
-// picks the decoder. Invariants: nothing crashes or hangs, however deep or large the
+// picks the decoder (5: error bodies, 6: metrics). Invariants: nothing crashes or hangs, however deep or large the
 // JSON; a decoded sandbox has an id; an error from an error body becomes one valid
 // EPP/1 error line.
 
@@ -35,7 +35,7 @@ void CheckRecord(const SandboxRecord& record, const std::string& body) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider provider(data, size);
-  const int which = provider.ConsumeIntegralInRange<int>(0, 5);
+  const int which = provider.ConsumeIntegralInRange<int>(0, 6);
   const int status = provider.ConsumeIntegralInRange<int>(100, 599);
   const std::string request_id = provider.ConsumeRandomLengthString(40);
   const bool expand = provider.ConsumeBool();
@@ -77,6 +77,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } else {
         (void)DecodeFileInfo(doc);
       }
+      break;
+    }
+    case 6: {
+      auto metrics = DecodeMetrics(body);
+      FUZZ_CHECK(metrics.ok() || metrics.error().code == ErrorCode::kUpstream,
+                 "metrics refused with a code other than E8010");
       break;
     }
     default: {

@@ -170,6 +170,14 @@ Result<CommandStatus> ExecdClient::GetStatus(const std::string& command_id,
   return DecodeCommandStatus(answer->body);
 }
 
+Result<SandboxMetrics> ExecdClient::Metrics(const CancelToken* cancel) {
+  HttpCall call = Call("GET", "/metrics");
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "metrics");
+  if (!answer.ok()) return answer.error();
+  return DecodeMetrics(answer->body);
+}
+
 Result<std::string> ExecdClient::Logs(const std::string& command_id, int64_t cursor,
                                       int64_t* next_cursor, const CancelToken* cancel) {
   HttpCall call =

@@ -14,6 +14,7 @@
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/opensandbox/execd_events.h"
+#include "bridge/opensandbox/execd_metrics.h"
 #include "bridge/opensandbox/http_caller.h"
 
 namespace abx::opensandbox {
@@ -87,6 +88,9 @@ class ExecdClient {
                                        const CancelToken* cancel);
   Status SetPermissions(const std::string& path, int mode, const std::string& owner,
                         const std::string& group, const CancelToken* cancel);
+
+  // One sample; takes execd about a second.
+  Result<SandboxMetrics> Metrics(const CancelToken* cancel);
 
   const ExecdTarget& target() const { return target_; }
 

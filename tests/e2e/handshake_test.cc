@@ -47,7 +47,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_STREQ(note->value.GetString(),
                "process.stdin is E8004; an execd command id accepts only SIGKILL");
   EXPECT_THAT(GetStrings(result, "extensions"),
-              UnorderedElementsAre("exec.detached", "files.search", "files.chmod"))
+              UnorderedElementsAre("exec.detached", "files.search", "files.chmod", "sandbox.metrics"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;

@@ -2,10 +2,11 @@
 // exec options (env, cwd, stdin, user), detached commands and exec.logs, process.*,
 // list paging and filters, set_timeout on the server's clock, pause/resume,
 // use_server_proxy, ports.url, the read cap, modes, E8008 writes, error mapping,
-// configuration from ~/.abx/config.toml, provider.doctor.
+// configuration from ~/.abx/config.toml, sandbox.metrics, provider.doctor.
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -379,6 +380,34 @@ TEST_F(ProviderTest, ConfigFileIsReadAndTheEnvironmentWins) {
   r = Ok(shim, "sandbox.list", "{}");
   ASSERT_NE(r, nullptr);
   EXPECT_FALSE(r->IsError());
+}
+
+TEST_F(ProviderTest, SandboxMetricsIsExecdsSample) {
+  EppSession* shim = nullptr;
+  std::string id;
+  ASSERT_TRUE(StartShimWithSandbox(&shim, &id));
+  MessagePtr r = Ok(shim, "sandbox.metrics", JsonObject().Str("sandbox_id", id).str());
+  ASSERT_NE(r, nullptr);
+  const rapidjson::Value& m = r->result();
+  ASSERT_TRUE(m.IsObject()) << r->raw;
+  for (const char* key : {"cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib"}) {
+    ASSERT_TRUE(m.HasMember(key) && m[key].IsNumber()) << key << ": " << r->raw;
+  }
+  EXPECT_GE(m["cpu_count"].GetDouble(), 1);
+  EXPECT_GE(m["cpu_used_pct"].GetDouble(), 0);
+  EXPECT_LE(m["cpu_used_pct"].GetDouble(), 100);
+  EXPECT_GT(m["mem_used_mib"].GetDouble(), 0);
+  EXPECT_LE(m["mem_used_mib"].GetDouble(), m["mem_total_mib"].GetDouble());
+  const int64_t at = ParseRfc3339Seconds(GetString(m, "at"));
+  EXPECT_LT(std::llabs(at - static_cast<int64_t>(std::time(nullptr))), 120) << r->raw;
+  EXPECT_EQ(GetString(m, "at").back(), 'Z') << r->raw;
+
+  r = Call(shim, "sandbox.metrics", "{}");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+  r = Call(shim, "sandbox.metrics", R"({"sandbox_id":"no-such-sandbox"})");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8005") << r->raw;
 }
 
 TEST_F(ProviderTest, DoctorChecksEverything) {

@@ -10,7 +10,8 @@ inline constexpr const char* kFeatures[] = {
     "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run", "exec.stream",
     "process.manage",    "files.rw",        "ports.url",     "sessions",
 };
-inline constexpr const char* kExtensions[] = {"exec.detached", "files.search", "files.chmod"};
+inline constexpr const char* kExtensions[] = {"exec.detached", "files.search", "files.chmod",
+                                              "sandbox.metrics"};
 inline constexpr const char* kPartialFeature = "process.manage";
 inline constexpr const char* kPartialNote =
     "process.stdin is E8004; an execd command id accepts only SIGKILL";

@@ -14,6 +14,7 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"sandbox.set_timeout", SandboxSetTimeout},
     {"sandbox.pause", SandboxPause},
     {"sandbox.resume", SandboxResume},
+    {"sandbox.metrics", SandboxMetrics},
     {"exec.start", ExecStart},
     {"exec.run", ExecRun},
     {"exec.logs", ExecLogs},

@@ -51,6 +51,7 @@ Result<std::string> FilesRemove(Request&);
 Result<std::string> FilesMove(Request&);
 Result<std::string> FilesSearch(Request&);
 Result<std::string> FilesChmod(Request&);
+Result<std::string> SandboxMetrics(Request&);
 Result<std::string> PortsUrl(Request&);
 Result<std::string> ProviderInfo(Request&);
 Result<std::string> ProviderDoctor(Request&);

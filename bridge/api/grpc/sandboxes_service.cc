@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "bridge/base/time_util.h"
+#include "bridge/core/metrics.h"
 #include "bridge/core/sandboxes.h"
 
 namespace abx::api {
@@ -169,6 +171,23 @@ grpc::ServerUnaryReactor* SandboxesService::Resume(grpc::CallbackServerContext* 
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Resume(id, call.cancel()));
         ToProto(sandbox, reply);
+        return OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* SandboxesService::GetMetrics(grpc::CallbackServerContext* context,
+                                                       const pb::GetSandboxMetricsRequest* request,
+                                                       pb::SandboxMetrics* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.GetMetrics", request->config(), [=](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Metrics metrics(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(opensandbox::SandboxMetrics sample, metrics.Sample(id, call.cancel()));
+        reply->set_cpu_count(sample.cpu_count);
+        reply->set_cpu_used_pct(sample.cpu_used_pct);
+        reply->set_mem_total_mib(sample.mem_total_mib);
+        reply->set_mem_used_mib(sample.mem_used_mib);
+        reply->set_at(FormatRfc3339Millis(sample.timestamp_ms));
         return OkStatus();
       });
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Sandboxes: the typed sandbox lifecycle (proto/sandboxes.proto) over core::Sandboxes,
-// the same class the EPP/1 sandbox.* methods use.
+// the same class the EPP/1 sandbox.* methods use, and GetMetrics over core::Metrics.
 
 #include "bridge/api/grpc/typed_call.h"
 #include "proto/sandboxes.grpc.pb.h"
@@ -35,6 +35,9 @@ class SandboxesService final : public abx::opensandbox::v1::Sandboxes::CallbackS
   grpc::ServerUnaryReactor* Resume(grpc::CallbackServerContext* context,
                       const abx::opensandbox::v1::ResumeSandboxRequest* request,
                       abx::opensandbox::v1::Sandbox* reply) override;
+  grpc::ServerUnaryReactor* GetMetrics(grpc::CallbackServerContext* context,
+                                       const abx::opensandbox::v1::GetSandboxMetricsRequest* request,
+                                       abx::opensandbox::v1::SandboxMetrics* reply) override;
 
  private:
   const TypedDeps deps_;

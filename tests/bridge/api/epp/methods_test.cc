@@ -11,7 +11,8 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
         "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "exec.start", "exec.run",
         "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
         "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
-        "files.search", "files.chmod", "ports.url", "provider.info", "provider.doctor"}) {
+        "files.search", "files.chmod", "sandbox.metrics", "ports.url", "provider.info",
+        "provider.doctor"}) {
     EXPECT_NE(FindHandler(m), nullptr) << m;
     EXPECT_FALSE(IsUnsupported(m)) << m;
   }

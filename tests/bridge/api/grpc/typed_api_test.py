@@ -445,6 +445,14 @@ class TypedApiTest(unittest.TestCase):
             config=config, sandbox_id=sandbox.id, port=8080), timeout=20)
         self.assertTrue(url.url.startswith("http://"), url)
 
+        # One sample of CPU and memory, as execd takes it (about a second).
+        metrics = self.sandboxes.GetMetrics(sb.GetSandboxMetricsRequest(
+            config=config, sandbox_id=sandbox.id), timeout=20)
+        self.assertGreaterEqual(metrics.cpu_count, 1)
+        self.assertTrue(0 <= metrics.cpu_used_pct <= 100, metrics)
+        self.assertTrue(0 < metrics.mem_used_mib <= metrics.mem_total_mib, metrics)
+        self.assertRegex(metrics.at, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
         # Kill is idempotent.
         killed = self.sandboxes.Kill(sb.KillSandboxRequest(config=config,
                                                            sandbox_id=sandbox.id), timeout=20)

@@ -76,7 +76,7 @@ std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
   std::vector<std::string> entrypoint = spec.entrypoint;
   if (entrypoint.empty()) {
     // The code-interpreter images start Jupyter from their own script, which the sandbox
-    // must run as its entrypoint (docs/opensandbox.md, the code-interpreter image); every
+    // must run as its entrypoint (docs/opensandbox.md §2.13); every
     // other image only needs to stay alive for execd, as the configured default does.
     entrypoint = IsCodeInterpreterImage(image) ? std::vector<std::string>{kCodeInterpreterScript}
                                                : config_->entrypoint;

@@ -20,7 +20,7 @@
 namespace abx::core {
 
 // Upstream's code-interpreter image starts Jupyter from this script; a sandbox made from
-// it must run it as its entrypoint (docs/opensandbox.md, the code-interpreter image).
+// it must run it as its entrypoint (docs/opensandbox.md §2.13).
 inline constexpr const char* kCodeInterpreterScript = "/opt/code-interpreter/code-interpreter.sh";
 
 // True when the image's repository name ends in "code-interpreter", whatever its

@@ -25,6 +25,8 @@ struct FakeStats {
   // Also read when the fake reports them (0 when absent).
   int64_t execd_requests = 0;
   int64_t server_proxy_upstream_connections = 0;
+  int64_t code_runs_active = 0;  // /code runs whose kernel still works
+  int64_t kernels_alive = 0;
   int64_t auth_rejected = 0;  // lifecycle requests refused for a missing or wrong key
 };
 

@@ -189,8 +189,12 @@ int ChildExec(void* raw) {
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
 
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0) fail(1);
+  if (a.options->stdin_fd >= 0) {
+    if (dup2(a.options->stdin_fd, 0) < 0) fail(1);
+  } else {
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull < 0 || dup2(devnull, 0) < 0) fail(1);
+  }
   if (dup2(a.out_fd, 1) < 0 || dup2(a.err_fd, 2) < 0) fail(1);
   if (!EnterSandboxRoot(*a.root) && chdir(a.options->host_cwd.c_str()) != 0) fail(2);
   if (a.options->uid) {
@@ -287,7 +291,9 @@ bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::strin
     return false;
   }
   int child_out = options.combined_output_fd >= 0 ? options.combined_output_fd : out_pipe[1];
-  int child_err = options.combined_output_fd >= 0 ? options.combined_output_fd : err_pipe[1];
+  int child_err = options.combined_output_fd >= 0 ? options.combined_output_fd
+                  : options.stderr_fd >= 0        ? options.stderr_fd
+                                                  : err_pipe[1];
 
   // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does, instead of fork(): the fake runs
   // a thread per connection, and fork copied its page tables for every command and then

@@ -31,6 +31,8 @@ struct SpawnOptions {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;        // only together with uid
   int combined_output_fd = -1;        // >= 0: stdout and stderr both go here
+  int stdin_fd = -1;                  // >= 0: the command's stdin (else /dev/null)
+  int stderr_fd = -1;                 // >= 0: stderr goes here, stdout to its pipe
 };
 
 struct SpawnedProcess {

@@ -31,6 +31,10 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->stats->execd_requests.load());
     w.Key("server_proxy_upstream_connections");
     w.Uint64(ctx->stats->server_proxy_upstream_connections.load());
+    w.Key("code_runs_active");
+    w.Int64(ctx->stats->code_runs_active.load());
+    w.Key("kernels_alive");
+    w.Int64(ctx->stats->kernels_alive.load());
     w.EndObject();
     SendJson(res, 200, buffer.GetString());
   });

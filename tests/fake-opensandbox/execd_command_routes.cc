@@ -175,8 +175,9 @@ bool WriteEvents(StreamState& state, httplib::DataSink& sink, const std::string&
   return false;  // cut the connection without the final chunk
 }
 
+// `grace_ms`: how long the stream stays open after the terminal event.
 void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* context,
-                   httplib::Response& res) {
+                   int64_t grace_ms, httplib::Response& res) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("Connection", "keep-alive");
@@ -186,7 +187,6 @@ void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* contex
   int64_t reset_after = context->faults->Get().reset_stream_after_events;
   if (reset_after > 0) state->events_left = reset_after;
   ServerClock clock = context->clock;
-  int64_t grace_ms = context->sse_grace_ms;
 
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -205,8 +205,8 @@ void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* contex
           return WriteEvents(*state, sink, head);
         }
         if (state->terminal_seen) {
-          // execd keeps the stream open for its grace period, then closes it.
-          std::this_thread::sleep_for(std::chrono::milliseconds(grace_ms));
+          // execd keeps a command's stream open for its grace period, then closes it.
+          if (grace_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(grace_ms));
           sink.done();
           return true;
         }
@@ -240,14 +240,30 @@ void HandleRunCommand(const httplib::Request& req, httplib::Response& res,
     return;
   }
   std::shared_ptr<Command> command = context->commands->Start(spec);
-  StreamCommand(command, context, res);
+  StreamCommand(command, context, context->sse_grace_ms, res);
 }
 
-void HandleInterrupt(const httplib::Request& req, httplib::Response& res,
-                     ExecdContext* context) {
+}  // namespace
+
+void RunCodeAsCommand(const std::string& code, ExecdContext* context, httplib::Response& res) {
+  CommandSpec spec;
+  spec.command = code;
+  spec.sandbox_root = context->paths.host_root();
+  spec.host_cwd = context->paths.host_root();
+  spec.sandbox_cwd = "/";
+  spec.envs.emplace_back("OPENSANDBOX_FAKE_SANDBOX_ROOT", context->paths.host_root());
+  StreamCommand(context->commands->Start(spec), context, /*grace_ms=*/0, res);
+}
+
+void HandleExecdInterrupt(const httplib::Request& req, httplib::Response& res,
+                          ExecdContext* context) {
   std::string id = req.get_param_value("id");
   if (id.empty()) {
     SendExecdError(res, 400, "MISSING_QUERY", "missing query parameter 'id'");
+    return;
+  }
+  if (InterruptCodeContext(context, id)) {
+    res.status = 200;  // at once: execd does not wait for the run to stop
     return;
   }
   switch (context->commands->Interrupt(id)) {
@@ -264,6 +280,8 @@ void HandleInterrupt(const httplib::Request& req, httplib::Response& res,
       return;
   }
 }
+
+namespace {
 
 void HandleStatus(const httplib::Request& req, httplib::Response& res, ExecdContext* context) {
   std::string id = req.matches[1];
@@ -342,7 +360,7 @@ void RegisterCommandRoutes(httplib::Server& server, ExecdContext* context) {
     HandleRunCommand(req, res, context);
   });
   server.Delete(p + "/command", [context](const httplib::Request& req, httplib::Response& res) {
-    HandleInterrupt(req, res, context);
+    HandleExecdInterrupt(req, res, context);
   });
   server.Get(p + "/command/status/([^/]+)",
              [context](const httplib::Request& req, httplib::Response& res) {

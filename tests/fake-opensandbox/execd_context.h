@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "tests/fake-opensandbox/code_contexts.h"
 #include "tests/fake-opensandbox/command_registry.h"
 #include "tests/fake-opensandbox/fault_state.h"
 #include "tests/fake-opensandbox/sandbox_gate.h"
@@ -24,6 +25,7 @@ struct ExecdContext {
   ServerClock clock;
   SandboxPaths paths;
   CommandRegistry* commands = nullptr;
+  CodeContexts* code = nullptr;
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;

@@ -14,6 +14,17 @@ void RegisterUploadRoute(httplib::Server& server, ExecdContext* context);      /
 void RegisterDownloadRoute(httplib::Server& server, ExecdContext* context);    // /files/download
 void RegisterDirectoryRoutes(httplib::Server& server, ExecdContext* context);  // /directories
 void RegisterMetricsRoutes(httplib::Server& server, ExecdContext* context);    // /metrics
+void RegisterCodeRoutes(httplib::Server& server, ExecdContext* context);       // /code...
+
+// DELETE /command?id= and DELETE /code?id=: one interrupt, which looks the id up as a
+// code context, then as a command (execd's order).
+void HandleExecdInterrupt(const httplib::Request& req, httplib::Response& res,
+                          ExecdContext* context);
+// SIGINT to a code context's kernel; false when there is no such context.
+bool InterruptCodeContext(ExecdContext* context, const std::string& id);
+// POST /code without a language: the code runs as a foreground command (`bash -c`),
+// its stream ending right after the terminal event.
+void RunCodeAsCommand(const std::string& code, ExecdContext* context, httplib::Response& res);
 // /proxy/<P>/... to 127.0.0.1:<P>; must be registered last.
 void RegisterPortProxyRoute(httplib::Server& server, ExecdContext* context);
 

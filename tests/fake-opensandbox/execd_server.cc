@@ -11,10 +11,12 @@ namespace fake_opensandbox {
 
 struct ExecdServer::State {
   State(const ExecdServerOptions& options, const std::string& host_root)
-      : commands(options.clock, options.keep_blank_lines, options.log_dir) {
+      : commands(options.clock, options.keep_blank_lines, options.log_dir),
+        code(options.jupyter, options.log_dir, options.stats) {
     context.clock = options.clock;
     context.paths = SandboxPaths(host_root);
     context.commands = &commands;
+    context.code = &code;
     context.faults = options.faults;
     context.stats = options.stats;
     context.staging_dir = options.staging_dir;
@@ -23,6 +25,7 @@ struct ExecdServer::State {
   }
 
   CommandRegistry commands;
+  CodeContexts code;
   ExecdContext context{ServerClock(), SandboxPaths("/nonexistent")};
   httplib::Server server;
   std::thread listener;
@@ -112,6 +115,7 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   RegisterDownloadRoute(server, &state->context);
   RegisterDirectoryRoutes(server, &state->context);
   RegisterMetricsRoutes(server, &state->context);
+  RegisterCodeRoutes(server, &state->context);
   RegisterPortProxyRoute(server, &state->context);
 
   state->port = BindWithFullBacklog(server, 0);
@@ -136,6 +140,7 @@ void ExecdServer::Shutdown() {
   state_->context.gate->Set(SandboxGate::State::kGone);
   state_->commands.SignalAll(SIGCONT);
   state_->commands.SignalAll(SIGKILL);
+  state_->code.Shutdown();
   state_->server.stop();
   // Joining waits for the open connections (idle keep-alive ones end within the
   // keep-alive timeout), so it happens off the caller's thread.

@@ -32,6 +32,7 @@ struct ExecdServerOptions {
   std::shared_ptr<ServerStats> stats;
   std::string log_dir;            // background command logs
   std::string staging_dir;        // upload temp files
+  JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
 };
 
 class ExecdServer {

@@ -65,6 +65,10 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.execd_down = value != 0;
     } else if (key == "silent") {
       next.silent = value != 0;
+    } else if (key == "kernel_dies_mid_run") {
+      next.kernel_dies_mid_run = value != 0;
+    } else if (key == "slow_interrupt_ms") {
+      next.slow_interrupt_ms = static_cast<int64_t>(value);
     } else {
       *error = "unknown fault '" + key + "'";
       return false;
@@ -93,6 +97,10 @@ std::string FaultState::ToJson() const {
   w.Bool(f.execd_down);
   w.Key("silent");
   w.Bool(f.silent);
+  w.Key("kernel_dies_mid_run");
+  w.Bool(f.kernel_dies_mid_run);
+  w.Key("slow_interrupt_ms");
+  w.Int64(f.slow_interrupt_ms);
   w.EndObject();
   return buffer.GetString();
 }

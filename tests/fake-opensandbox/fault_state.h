@@ -19,6 +19,8 @@ struct Faults {
   bool never_running = false;            // new sandboxes stay Pending
   bool execd_down = false;               // execd answers 503 to everything
   bool silent = false;                   // lifecycle accepts and never answers
+  bool kernel_dies_mid_run = false;      // a /code run's kernel is killed after its first output
+  int64_t slow_interrupt_ms = 0;         // a code context's interrupt reaches its kernel this late
 };
 
 class FaultState {

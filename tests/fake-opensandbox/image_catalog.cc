@@ -6,7 +6,6 @@ namespace fake_opensandbox {
 namespace {
 
 constexpr const char* kBaseDirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
-constexpr const char* kCodeInterpreterScript = "/opt/code-interpreter/code-interpreter.sh";
 
 bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 

@@ -4,7 +4,7 @@
 // starting or not: does the program a sandbox's entrypoint names exist in its image?
 // The Docker runtime runs the entrypoint under execd's bootstrap; one that names a
 // missing file exits at once with 127, and the sandbox turns Failed
-// (docs/opensandbox.md §1.5 and the code-interpreter image).
+// (docs/opensandbox.md §1.5 and §2.13).
 //
 // Every image has a Debian-like base: the programs this host has in /usr/local/bin,
 // /usr/bin, /bin, /usr/sbin and /sbin (the fake runs commands as host processes, so a
@@ -19,6 +19,9 @@ namespace fake_opensandbox {
 // absolute path. A relative path with a '/' depends on a working directory no image
 // documents, and counts as missing.
 bool ImageHasProgram(const std::string& image_uri, const std::string& program);
+
+// The start script of the code-interpreter image.
+inline constexpr char kCodeInterpreterScript[] = "/opt/code-interpreter/code-interpreter.sh";
 
 // The repository name (no registry port, tag or digest) ends in "code-interpreter".
 bool IsCodeInterpreterImage(const std::string& image_uri);

@@ -153,6 +153,13 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   options.stats = stats_;
   options.log_dir = logs;
   options.staging_dir = staging_dir_;
+  // The code-interpreter image has Jupyter configured (its environment names it), and
+  // running only when its script is the entrypoint.
+  if (spec.image_uri && IsCodeInterpreterImage(*spec.image_uri)) {
+    const bool script = !spec.resolved_entrypoint.empty() &&
+                        spec.resolved_entrypoint[0] == kCodeInterpreterScript;
+    options.jupyter = script ? JupyterState::kRunning : JupyterState::kNotStarted;
+  }
   record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);
   if (!record->execd) {
     RemoveTreeQuietly(info.host_root);

@@ -17,6 +17,10 @@ struct ServerStats {
   // Connections the fake itself opened to execd listeners for the server proxy route;
   // they are included in execd_connections_accepted.
   std::atomic<uint64_t> server_proxy_upstream_connections{0};
+  // /code runs whose kernel is still working (a client that went away does not end
+  // one), and live kernels, across every sandbox.
+  std::atomic<int64_t> code_runs_active{0};
+  std::atomic<int64_t> kernels_alive{0};
 };
 
 }  // namespace fake_opensandbox

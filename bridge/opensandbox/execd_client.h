@@ -1,6 +1,6 @@
 #pragma once
 // execd, the API inside each sandbox (docs/opensandbox.md §2): commands over its line-framed event
-// stream, command status and logs, files and directories.
+// stream, command status and logs, files and directories, metrics, the code interpreter.
 
 #include <cstdint>
 #include <functional>
@@ -33,6 +33,12 @@ struct CommandStatus {
   bool running = false;
   std::optional<int> exit_code;
   std::string error;
+};
+
+// One code context (a Jupyter kernel session) as execd lists it.
+struct CodeContextInfo {
+  std::string id;
+  std::string language;
 };
 
 struct FileInfo {
@@ -92,6 +98,25 @@ class ExecdClient {
   // One sample; takes execd about a second.
   Result<SandboxMetrics> Metrics(const CancelToken* cancel);
 
+  // The code interpreter (docs/opensandbox.md §2.14; execd_code_client.cc). Creating a
+  // context retries inside execd until Jupyter answers, without end: call it only once
+  // the interpreter is known to answer, and it is still bounded by the call's timeout.
+  Result<CodeContextInfo> CreateCodeContext(const std::string& language, const std::string& cwd,
+                                            const CancelToken* cancel);
+  // `language` empty: every context.
+  Result<std::vector<CodeContextInfo>> ListCodeContexts(const std::string& language,
+                                                        const CancelToken* cancel);
+  // false when execd does not know the context (404).
+  Result<bool> DeleteCodeContext(const std::string& context_id, const CancelToken* cancel);
+  // POST /code and read its event stream to the end; `on_event` gets every event in
+  // order, including the bare {"code","message"} object execd may end a run's stream
+  // with (kind kUntyped). A stream that ends without a terminal event is not an error
+  // here: what it means is the caller's to say. Lines that are not events are E8010.
+  Status RunCode(const std::string& body_json, const CancelToken* cancel, int64_t idle_timeout_ms,
+                 const std::function<bool(const ExecdEvent&)>& on_event);
+  // DELETE /code?id=: interrupts the context's kernel; execd answers at once.
+  Status InterruptCode(const std::string& context_id, const CancelToken* cancel);
+
   const ExecdTarget& target() const { return target_; }
 
  private:
@@ -104,5 +129,7 @@ class ExecdClient {
 // Decoders exposed for tests and fuzzers.
 Result<FileInfo> DecodeFileInfo(const rapidjson::Value& value);
 Result<CommandStatus> DecodeCommandStatus(const std::string& body);
+Result<CodeContextInfo> DecodeCodeContext(const rapidjson::Value& value);
+Result<std::vector<CodeContextInfo>> DecodeCodeContexts(const std::string& body);
 
 }  // namespace abx::opensandbox

@@ -28,6 +28,9 @@ namespace fake_opensandbox {
 
 enum class JupyterState { kNone, kNotStarted, kRunning };
 
+// The code-interpreter image's Jupyter token (its JUPYTER_TOKEN default).
+inline constexpr char kJupyterToken[] = "opensandboxcodeinterpreterjupyter";
+
 struct CodeContext {
   std::string id;
   std::string language;

@@ -2,7 +2,8 @@
 // POST /code/context, GET /code/contexts[?language=], GET and DELETE
 // /code/contexts/{id}, DELETE /code/contexts?language=, POST /code (a run's event
 // stream) and DELETE /code?id= (the interrupt, shared with DELETE /command). Behind the
-// contexts are real kernels (code_contexts.h).
+// contexts are real kernels (code_contexts.h). Also Jupyter's kernelspec list, as
+// execd's port proxy reaches Jupyter inside the code-interpreter image.
 
 #include <atomic>
 #include <cerrno>
@@ -288,6 +289,37 @@ void StreamRun(std::shared_ptr<CodeStream> stream, ExecdContext* context, httpli
       });
 }
 
+// Jupyter's GET /api/kernelspecs as execd's port proxy reaches it (127.0.0.1:44771 in
+// the code-interpreter image): the kernels the fake can start, behind the image's token.
+// Nothing listens there unless Jupyter runs: execd's proxy then answers 502.
+void HandleKernelSpecs(const httplib::Request& req, httplib::Response& res, ExecdContext* context) {
+  if (context->code->jupyter() != JupyterState::kRunning) {
+    res.status = 502;
+    res.set_content("Bad Gateway", "text/plain; charset=utf-8");
+    return;
+  }
+  const std::string auth = req.get_header_value("Authorization");
+  if (auth != std::string("token ") + kJupyterToken && auth != std::string("Token ") + kJupyterToken) {
+    res.status = 403;
+    res.set_content(R"({"message": "Forbidden", "reason": null})", "application/json");
+    return;
+  }
+  // The image registers "python" beside ipykernel's own "python3" (execd skips that one).
+  std::string specs = R"({"default": "python3", "kernelspecs": {)";
+  bool first = true;
+  for (const char* name : {"python3", "python"}) {
+    if (!first) specs += ", ";
+    first = false;
+    specs += std::string("\"") + name + R"(": {"name": ")" + name +
+             R"(", "spec": {"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"], )"
+             R"("display_name": "Python", "language": "python", "interrupt_mode": "signal", )"
+             R"("env": {}, "metadata": {}}, "resources": {}})";
+  }
+  specs += "}}";
+  res.status = 200;
+  res.set_content(specs, "application/json");
+}
+
 void HandleRunCode(const httplib::Request& req, httplib::Response& res, ExecdContext* context) {
   rapidjson::Document body;
   if (!ParseBody(req, res, &body, "error parsing request, MAYBE invalid body format. ")) return;
@@ -371,6 +403,11 @@ void RegisterCodeRoutes(httplib::Server& server, ExecdContext* context) {
   server.Post(p + "/code", [context](const httplib::Request& req, httplib::Response& res) {
     HandleRunCode(req, res, context);
   });
+  // Before the port proxy route, which would send it to this host's port 44771.
+  server.Get(p + "/proxy/44771/api/kernelspecs",
+             [context](const httplib::Request& req, httplib::Response& res) {
+               HandleKernelSpecs(req, res, context);
+             });
   server.Delete(p + "/code", [context](const httplib::Request& req, httplib::Response& res) {
     HandleExecdInterrupt(req, res, context);
   });

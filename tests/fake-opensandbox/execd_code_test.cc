@@ -234,6 +234,15 @@ TEST_F(CodeTest, AKernelThatDiesEndsTheStreamAndTheNextRunIsServed) {
   EXPECT_NE(events[events.size() - 2].raw.find(R"("text":"False")"), std::string::npos);
 }
 
+TEST_F(CodeTest, JupyterListsItsKernelsThroughExecdsProxy) {
+  const std::string path = execd_->Path("/proxy/44771/api/kernelspecs");
+  EXPECT_EQ(execd_->client->Get(path.c_str())->status, 403);
+  auto res = execd_->client->Get(path.c_str(), {{"Authorization", "token opensandboxcodeinterpreterjupyter"}});
+  ASSERT_EQ(res->status, 200);
+  rapidjson::Document doc = ParseJson(res->body);
+  EXPECT_STREQ(doc["kernelspecs"]["python"]["spec"]["language"].GetString(), "python");
+}
+
 TEST(CodeWithoutJupyterTest, APlainImageAnswersAsExecdWithoutJupyter) {
   TestFake fake;
   EndpointClient execd(fake.ExecdEndpoint(fake.CreateSandbox()));
@@ -243,6 +252,8 @@ TEST(CodeWithoutJupyterTest, APlainImageAnswersAsExecdWithoutJupyter) {
   EXPECT_EQ(run->body,
             R"({"code":"RUNTIME_ERROR","message":"error running codes language runtime server not configured, please check your image runtime"})");
   EXPECT_EQ(execd.client->Get(execd.Path("/code/contexts").c_str())->body, "[]");
+  // Nothing listens where Jupyter would.
+  EXPECT_EQ(execd.client->Get(execd.Path("/proxy/44771/api/kernelspecs").c_str())->status, 502);
   // Context creation waits as upstream's retry loop does: no answer in 2 s.
   execd.client->set_read_timeout(2, 0);
   auto created = execd.client->Post(execd.Path("/code/context").c_str(), R"({"language":"python"})",

@@ -16,6 +16,13 @@ inline constexpr size_t kOversizedPrefixBytes = 64 << 10;
 // The most bytes one files.read returns (docs/epp1.md §3).
 inline constexpr size_t kMaxReadBytes = 4 << 20;
 
+// How much of a code run's stdout and of its stderr the Execution keeps, and the largest
+// result it carries (docs/epp1.md §3 code.interpret, limits.code_output_bytes).
+inline constexpr size_t kCodeOutputBytes = 2 << 20;
+
+// The largest piece of output one code.output notification carries.
+inline constexpr size_t kCodeOutputChunkBytes = 1 << 20;
+
 // A line still arriving from the host goes to the bridge in parts of at least this much.
 inline constexpr size_t kLinePartBytes = 1 << 20;
 

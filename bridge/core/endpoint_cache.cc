@@ -73,6 +73,7 @@ void EndpointCache::Forget(const std::string& sandbox_id) {
   ErasePrefix(&endpoints_, sandbox_id + "|");
   ErasePrefix(&exec_tags_, sandbox_id + "|");  // their order entries go at the next rebuild
   execd_versions_.erase(sandbox_id);
+  code_.ForgetReadiness(sandbox_id);
 }
 
 void EndpointCache::NoteExecdVersion(const std::string& sandbox_id, const std::string& version) {

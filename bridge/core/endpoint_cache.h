@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/core/code_registry.h"
 #include "bridge/core/config.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
@@ -58,6 +59,9 @@ class EndpointCache {
   std::vector<CachedEndpoint> CachedEndpoints() const;
   const std::string& lifecycle_url() const { return lifecycle_url_; }
 
+  // The code interpreters of this server's sandboxes (bridge/core/code.h).
+  CodeRegistry& code() { return code_; }
+
  private:
   struct CacheEntry {
     opensandbox::ExecdTarget target;
@@ -74,6 +78,7 @@ class EndpointCache {
   std::map<std::string, std::string> execd_versions_;  // by sandbox id
   std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
   std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
+  CodeRegistry code_;
 };
 
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.

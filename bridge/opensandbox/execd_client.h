@@ -41,6 +41,15 @@ struct CodeContextInfo {
   std::string language;
 };
 
+// Jupyter inside the code-interpreter image, as execd's port proxy reaches it
+// (docs/opensandbox.md §2.13–§2.14).
+struct JupyterKernels {
+  enum class Reached { kNo, kForbidden, kYes };
+  Reached reached = Reached::kNo;  // kNo: nothing answers on Jupyter's port (yet)
+  // Languages with a kernelspec execd would pick (it skips the one named "python3").
+  std::vector<std::string> languages;
+};
+
 struct FileInfo {
   std::string path;
   std::string type;  // file, directory, symlink, other
@@ -114,6 +123,9 @@ class ExecdClient {
   // here: what it means is the caller's to say. Lines that are not events are E8010.
   Status RunCode(const std::string& body_json, const CancelToken* cancel, int64_t idle_timeout_ms,
                  const std::function<bool(const ExecdEvent&)>& on_event);
+  // GET /proxy/44771/api/kernelspecs with the image's Jupyter token: whether Jupyter
+  // answers, and which languages it has kernels for.
+  Result<JupyterKernels> ListJupyterKernels(const CancelToken* cancel, int64_t timeout_ms);
   // DELETE /code?id=: interrupts the context's kernel; execd answers at once.
   Status InterruptCode(const std::string& context_id, const CancelToken* cancel);
 
@@ -131,5 +143,6 @@ Result<FileInfo> DecodeFileInfo(const rapidjson::Value& value);
 Result<CommandStatus> DecodeCommandStatus(const std::string& body);
 Result<CodeContextInfo> DecodeCodeContext(const rapidjson::Value& value);
 Result<std::vector<CodeContextInfo>> DecodeCodeContexts(const std::string& body);
+Result<JupyterKernels> DecodeKernelSpecs(const std::string& body);
 
 }  // namespace abx::opensandbox

@@ -2,6 +2,9 @@
 // event stream, the interrupt. The rest of ExecdClient is in execd_client.cc.
 #include <rapidjson/document.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "bridge/base/json.h"
 #include "bridge/http/url.h"
 #include "bridge/opensandbox/execd_client.h"
@@ -9,6 +12,12 @@
 
 namespace abx::opensandbox {
 namespace {
+
+// The code-interpreter image's Jupyter: its port inside the sandbox and the token its
+// environment sets (JUPYTER_PORT, JUPYTER_TOKEN; docs/opensandbox.md §2.13). A sandbox
+// created with another JUPYTER_TOKEN answers 403, which still says Jupyter is up.
+constexpr int kJupyterPort = 44771;
+constexpr char kJupyterToken[] = "opensandboxcodeinterpreterjupyter";
 
 Error NotItsApi(const std::string& what) {
   return MakeError(ErrorCode::kUpstream, what + ": execd answered something that is not its API");
@@ -35,6 +44,45 @@ Result<std::vector<CodeContextInfo>> DecodeCodeContexts(const std::string& body)
     out.push_back(std::move(context).value());
   }
   return out;
+}
+
+Result<JupyterKernels> DecodeKernelSpecs(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  const rapidjson::Value* specs = doc.HasParseError() ? nullptr : json::GetMember(doc, "kernelspecs");
+  if (specs == nullptr || !specs->IsObject()) return NotItsApi("Jupyter kernelspecs");
+  JupyterKernels out;
+  out.reached = JupyterKernels::Reached::kYes;
+  for (auto& kernel : specs->GetObject()) {
+    if (std::string_view(kernel.name.GetString(), kernel.name.GetStringLength()) == "python3") continue;
+    const rapidjson::Value* spec = json::GetMember(kernel.value, "spec");
+    if (spec == nullptr) continue;
+    if (auto language = json::GetString(*spec, "language")) out.languages.push_back(*language);
+  }
+  return out;
+}
+
+Result<JupyterKernels> ExecdClient::ListJupyterKernels(const CancelToken* cancel, int64_t timeout_ms) {
+  HttpCall call = Call("GET", std::string("/proxy/") + std::to_string(kJupyterPort) + "/api/kernelspecs");
+  call.headers.emplace_back("Authorization", std::string("token ") + kJupyterToken);
+  call.timeout_ms = timeout_ms;
+  call.connect_timeout_ms = std::min<int64_t>(timeout_ms, 2000);
+  auto answer = http_->Send(call, cancel, "list Jupyter kernels");
+  if (!answer.ok()) {
+    const int status = answer.error().http_status;
+    JupyterKernels out;
+    if (status == 401 || status == 403) {
+      out.reached = JupyterKernels::Reached::kForbidden;  // up, with a token of its own
+      return out;
+    }
+    // execd's proxy answers 502 while nothing listens on Jupyter's port.
+    if (status == 502 || status == 503 || status == 504 ||
+        answer.error().code == ErrorCode::kUnreachable || answer.error().code == ErrorCode::kTimeout) {
+      return out;
+    }
+    return answer.error();
+  }
+  return DecodeKernelSpecs(answer->body);
 }
 
 Result<CodeContextInfo> ExecdClient::CreateCodeContext(const std::string& language,

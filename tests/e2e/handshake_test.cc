@@ -35,22 +35,27 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_THAT(GetStrings(result, "features"),
               UnorderedElementsAre("sandbox.lifecycle", "sandbox.timeout", "sandbox.pause",
                                    "exec.run", "exec.stream", "process.manage", "files.rw",
-                                   "ports.url", "sessions"))
+                                   "ports.url", "sessions", "code.interpret"))
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
-  EXPECT_EQ(partial->MemberCount(), 1u) << response->raw;
+  EXPECT_EQ(partial->MemberCount(), 2u) << response->raw;
   // The key holds a dot, so it is looked up directly rather than by dotted path.
   auto note = partial->FindMember("process.manage");
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;
   ASSERT_TRUE(note->value.IsString()) << response->raw;
   EXPECT_STREQ(note->value.GetString(),
                "process.stdin is E8004; an execd command id accepts only SIGKILL");
+  auto code = partial->FindMember("code.interpret");
+  ASSERT_NE(code, partial->MemberEnd()) << response->raw;
+  EXPECT_STREQ(code->value.GetString(),
+               "only the last expression's value is passed on, not display() output; input() is unavailable");
   EXPECT_THAT(GetStrings(result, "extensions"),
               UnorderedElementsAre("exec.detached", "files.search", "files.chmod", "sandbox.metrics"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;
+  EXPECT_EQ(GetInt(result, "limits.code_output_bytes"), 2097152) << response->raw;
 }
 
 TEST_F(HandshakeTest, RequestBeforeInitializeIsE8001AndSendsNothingUpstream) {
@@ -98,7 +103,7 @@ TEST_F(HandshakeTest, UnsupportedMethodsAreE8004BeforeAnythingGoesUpstream) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::vector<std::string> methods = {
-      "pty.create",         "pty.resize", "code.run",          "templates.list",
+      "pty.create",         "pty.resize", "templates.list",
       "files.watch",        "files.upload_url", "files.download_url", "process.stdin"};
   for (const std::string& method : methods) {
     MessagePtr response;

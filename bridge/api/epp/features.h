@@ -2,18 +2,29 @@
 // What `initialize` declares. The manifest (abx-provider.toml) must say the same; a test
 // compares them. The limits it declares are common/limits.h's.
 
+#include <string>
+
 #include "common/limits.h"
 
 namespace abx::epp {
 
 inline constexpr const char* kFeatures[] = {
-    "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run", "exec.stream",
-    "process.manage",    "files.rw",        "ports.url",     "sessions",
+    "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",       "exec.stream",
+    "process.manage",    "files.rw",        "ports.url",     "sessions",       "code.interpret",
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "files.search", "files.chmod",
                                               "sandbox.metrics"};
-inline constexpr const char* kPartialFeature = "process.manage";
-inline constexpr const char* kPartialNote =
-    "process.stdin is E8004; an execd command id accepts only SIGKILL";
+struct Partial {
+  const char* feature;
+  const char* note;
+};
+inline constexpr Partial kPartial[] = {
+    {"process.manage", "process.stdin is E8004; an execd command id accepts only SIGKILL"},
+    {"code.interpret",
+     "only the last expression's value is passed on, not display() output; input() is unavailable"},
+};
+
+// The "partial" object of initialize and provider.info.
+std::string PartialJson();
 
 }  // namespace abx::epp

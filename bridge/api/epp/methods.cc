@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "bridge/api/epp/features.h"
+#include "bridge/base/json.h"
+
 namespace abx::epp {
 namespace {
 
@@ -31,16 +34,29 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"files.search", FilesSearch},
     {"files.chmod", FilesChmod},
     {"ports.url", PortsUrl},
+    {"code.context.create", CodeContextCreate},
+    {"code.context.list", CodeContextList},
+    {"code.context.delete", CodeContextDelete},
+    {"code.run", CodeRun},
     {"provider.info", ProviderInfo},
     {"provider.doctor", ProviderDoctor},
 };
 
 constexpr std::string_view kUnsupportedPrefixes[] = {"pty.", "templates."};
 constexpr std::string_view kUnsupported[] = {
-    "code.run", "files.watch", "files.upload_url", "files.download_url", "process.stdin",
+    "files.watch", "files.upload_url", "files.download_url", "process.stdin",
 };
 
 }  // namespace
+
+std::string PartialJson() {
+  std::string out = "{";
+  for (const Partial& p : kPartial) {
+    if (out.size() > 1) out += ",";
+    out += json::Quote(p.feature) + ":" + json::Quote(p.note);
+  }
+  return out + "}";
+}
 
 Handler FindHandler(std::string_view method) {
   for (const auto& [name, handler] : kHandlers) {

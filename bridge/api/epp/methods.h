@@ -53,6 +53,10 @@ Result<std::string> FilesSearch(Request&);
 Result<std::string> FilesChmod(Request&);
 Result<std::string> SandboxMetrics(Request&);
 Result<std::string> PortsUrl(Request&);
+Result<std::string> CodeContextCreate(Request&);
+Result<std::string> CodeContextList(Request&);
+Result<std::string> CodeContextDelete(Request&);
+Result<std::string> CodeRun(Request&);
 Result<std::string> ProviderInfo(Request&);
 Result<std::string> ProviderDoctor(Request&);
 

@@ -101,7 +101,7 @@ class NotifyingSink final : public core::ExecSink {
 }  // namespace
 
 bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
-  if (method == "exec.run") return true;
+  if (method == "exec.run" || method == "code.run") return true;  // interrupted at end of input
   if (method != "exec.start") return false;
   // A `detached` that is not a boolean fails the request in ReadSpec; until then the
   // command counts as attached, which errs on the side of cancelling.

@@ -43,8 +43,8 @@ Result<std::string> ProviderInfo(Request& req) {
                     Quote(s.origin().shim_version) + ",\"pid\":" + std::to_string(s.origin().shim_pid) +
                     "},\"bridge\":{\"version\":" + Quote(kProviderVersion) + ",\"build_id\":" +
                     Quote(kBuildId) + ",\"pid\":" + std::to_string(getpid()) + "},\"features\":" +
-                    List(kFeatures, std::size(kFeatures)) + ",\"partial\":{" + Quote(kPartialFeature) +
-                    ":" + Quote(kPartialNote) + "},\"extensions\":" +
+                    List(kFeatures, std::size(kFeatures)) + ",\"partial\":" + PartialJson() +
+                    ",\"extensions\":" +
                     List(kExtensions, std::size(kExtensions)) + ",\"config\":" +
                     core::EffectiveConfigJson(s.origin().config, s.config());
   std::map<std::string, std::string> sources;

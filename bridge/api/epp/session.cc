@@ -11,6 +11,7 @@
 #include "bridge/base/log.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/code.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -29,14 +30,15 @@ std::string InitializeResult() {
     r += (first ? "" : ",") + Quote(f);
     first = false;
   }
-  r += "],\"partial\":{" + Quote(kPartialFeature) + ":" + Quote(kPartialNote) + "},\"extensions\":[";
+  r += "],\"partial\":" + PartialJson() + ",\"extensions\":[";
   first = true;
   for (const char* e : kExtensions) {
     r += (first ? "" : ",") + Quote(e);
     first = false;
   }
   r += "],\"limits\":{\"max_line_bytes\":" + std::to_string(kMaxLineBytes) +
-       ",\"max_read_bytes\":" + std::to_string(kMaxReadBytes) + "}}";
+       ",\"max_read_bytes\":" + std::to_string(kMaxReadBytes) +
+       ",\"code_output_bytes\":" + std::to_string(kCodeOutputBytes) + "}}";
   return r;
 }
 
@@ -260,7 +262,30 @@ void Session::Dispatch(std::string id_json, std::string method,
   });
 }
 
-void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }
+void Session::OnEndOfInput() {
+  CancelWhere(/*attached_only=*/true);
+  // The code contexts this session made with keep: false go with it (docs/epp1.md §3).
+  std::vector<std::pair<std::string, std::string>> owned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    owned.swap(owned_contexts_);
+  }
+  if (owned.empty() || !upstream_) return;
+  core::CodeInterpreter code(upstream_.get(), &config_);
+  for (const auto& [sandbox_id, context_id] : owned) {
+    CancelToken uncancellable;
+    auto deleted = code.DeleteContext(sandbox_id, context_id, &uncancellable);
+    if (!deleted.ok()) {
+      log::Warn("code.context_cleanup_failed",
+                {{"sandbox_id", sandbox_id}, {"context_id", context_id}, {"error", deleted.error().message}});
+    }
+  }
+}
+
+void Session::OwnCodeContext(const std::string& sandbox_id, const std::string& context_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owned_contexts_.emplace_back(sandbox_id, context_id);
+}
 
 void Session::OnHostGone() { CancelWhere(/*attached_only=*/false); }
 

@@ -109,6 +109,8 @@ class Session {
   void OnEndOfInput();
   // The shim itself went away (or `exit`): cancel everything in flight.
   void OnHostGone();
+  // A code context made with keep: false, deleted at end of input.
+  void OwnCodeContext(const std::string& sandbox_id, const std::string& context_id);
   // Blocks until no handler runs.
   void WaitIdle();
   // The same, for at most `timeout`; false when handlers still run.
@@ -145,6 +147,7 @@ class Session {
   std::condition_variable idle_cv_;
   std::map<std::string, std::shared_ptr<Request>> in_flight_;  // by id JSON
   int running_ = 0;  // requests whose handler has not returned
+  std::vector<std::pair<std::string, std::string>> owned_contexts_;  // sandbox, context
 };
 
 }  // namespace abx::epp

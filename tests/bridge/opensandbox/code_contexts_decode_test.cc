@@ -1,6 +1,8 @@
 // execd's code context bodies as the bridge reads them (bridge/opensandbox/execd_client.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "bridge/opensandbox/execd_client.h"
 
 namespace abx::opensandbox {
@@ -25,6 +27,20 @@ TEST(CodeContextsDecodeTest, AnythingElseIsNotItsApi) {
     ASSERT_FALSE(contexts.ok()) << body;
     EXPECT_EQ(contexts.error().code, ErrorCode::kUpstream) << body;
   }
+}
+
+TEST(CodeContextsDecodeTest, KernelSpecsSkipIpykernelsOwnPython3) {
+  auto kernels = DecodeKernelSpecs(
+      R"({"default":"python3","kernelspecs":{"python3":{"name":"python3","spec":{"language":"python"}},)"
+      R"("python":{"name":"python","spec":{"language":"python"}},"java":{"spec":{"language":"java"}}}})");
+  ASSERT_TRUE(kernels.ok());
+  EXPECT_EQ(kernels->reached, JupyterKernels::Reached::kYes);
+  std::sort(kernels->languages.begin(), kernels->languages.end());
+  EXPECT_EQ(kernels->languages, (std::vector<std::string>{"java", "python"}));
+  auto only_python3 = DecodeKernelSpecs(
+      R"({"kernelspecs":{"python3":{"name":"python3","spec":{"language":"python"}}}})");
+  EXPECT_TRUE(only_python3->languages.empty());
+  EXPECT_FALSE(DecodeKernelSpecs("Bad Gateway").ok());
 }
 
 }  // namespace

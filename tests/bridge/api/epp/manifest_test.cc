@@ -43,8 +43,12 @@ TEST(ManifestTest, FeaturesPartialAndExtensionsEqualInitialize) {
             std::set<std::string>(std::begin(kExtensions), std::end(kExtensions)));
   const toml::table* partial = m["capabilities"]["partial"].as_table();
   ASSERT_NE(partial, nullptr);
-  EXPECT_EQ(partial->size(), 1u);
-  EXPECT_EQ((*partial)[kPartialFeature].value_or(std::string()), kPartialNote);
+  EXPECT_EQ(partial->size(), std::size(kPartial));
+  for (const Partial& p : kPartial) {
+    EXPECT_EQ((*partial)[p.feature].value_or(std::string()), p.note) << p.feature;
+  }
+  EXPECT_EQ(m["capabilities"]["limits"]["code_output_bytes"].value_or(int64_t{0}),
+            static_cast<int64_t>(kCodeOutputBytes));
   EXPECT_EQ(m["capabilities"]["limits"]["max_line_bytes"].value_or(int64_t{0}),
             static_cast<int64_t>(kMaxLineBytes));
   EXPECT_EQ(m["capabilities"]["limits"]["max_read_bytes"].value_or(int64_t{0}),

@@ -19,7 +19,7 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
 }
 
 TEST(MethodsTest, UnsupportedMethodsAreKnownAsSuch) {
-  for (const char* m : {"pty.create", "pty.resize", "code.run", "templates.list", "files.watch",
+  for (const char* m : {"pty.create", "pty.resize", "templates.list", "files.watch",
                         "files.upload_url", "files.download_url", "process.stdin"}) {
     EXPECT_TRUE(IsUnsupported(m)) << m;
     EXPECT_EQ(FindHandler(m), nullptr) << m;

@@ -1,0 +1,72 @@
+#include "bridge/core/code_queue.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "bridge/base/time_util.h"
+
+namespace abx::core {
+
+Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (poison_) return *poison_;
+  if (waiting_.size() >= kMaxWaiting) {
+    Error full = MakeError(ErrorCode::kInvalidState,
+                           "this code context already has 64 runs waiting; try again later");
+    full.retryable = true;
+    return full;
+  }
+  const uint64_t ticket = next_ticket_++;
+  waiting_.push_back(ticket);
+  // A cancel wakes every waiter of this queue; each then looks at its own token.
+  std::weak_ptr<CodeQueue> self = weak_from_this();
+  cancel->OnCancel([self] {
+    if (auto queue = self.lock()) {
+      std::lock_guard<std::mutex> wake(queue->mu_);
+      queue->turn_.notify_all();
+    }
+  });
+  auto leave_line = [&] {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
+    turn_.notify_all();
+  };
+  for (;;) {
+    if (poison_) {
+      leave_line();
+      return *poison_;
+    }
+    if (cancel->cancelled()) {
+      leave_line();
+      return MakeError(ErrorCode::kCancelled, "code.run was cancelled while it waited for its turn");
+    }
+    if (!running_ && waiting_.front() == ticket) break;
+    if (deadline_ms > 0) {
+      const int64_t left = deadline_ms - NowMillis();
+      if (left <= 0) {
+        leave_line();
+        return MakeError(ErrorCode::kTimeout,
+                         "code.run timed out while it waited for the runs before it in its context");
+      }
+      turn_.wait_for(lock, std::chrono::milliseconds(left));
+    } else {
+      turn_.wait(lock);
+    }
+  }
+  waiting_.pop_front();
+  running_ = true;
+  return OkStatus();
+}
+
+void CodeQueue::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+  turn_.notify_all();
+}
+
+void CodeQueue::Poison(Error why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  poison_ = std::move(why);
+  turn_.notify_all();
+}
+
+}  // namespace abx::core

@@ -1,0 +1,212 @@
+// code.interpret end to end (docs/epp1.md §3): the real shim and bridge against the fake,
+// whose contexts are real IPython kernels. State kept from run to run, the streams in
+// order, values and rich results with their MIME keys, tracebacks, contexts made, listed
+// and deleted, timeout and $/cancel interrupting the kernel and keeping the context, a
+// kernel that dies, and a sandbox without an interpreter.
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+class CodeTest : public TestEnv {
+ protected:
+  void SetUp() override {
+    TestEnv::SetUp();
+    shim_ = StartInitializedShim();
+    ASSERT_NE(shim_, nullptr);
+    sandbox_ = CreateSandbox(shim_, R"({"template":"code"})", Millis(60000));
+    ASSERT_FALSE(sandbox_.empty());
+  }
+
+  MessagePtr Run(const std::string& code, const std::string& extra = "", Millis timeout = Millis(60000)) {
+    std::string params = JsonObject().Str("sandbox_id", sandbox_).Str("code", code).str();
+    if (!extra.empty()) params = params.substr(0, params.size() - 1) + "," + extra + "}";
+    MessagePtr r = shim_->Request("code.run", params, timeout);
+    if (!r) ADD_FAILURE() << "no answer to code.run " << code;
+    return r;
+  }
+  // The value of the Execution's main result as text/plain.
+  static std::string Value(const MessagePtr& r) {
+    return GetString(r->result(), "results.0.data.text/plain");
+  }
+  std::string NewContext(const std::string& extra = "") {
+    std::string params = JsonObject().Str("sandbox_id", sandbox_).str();
+    if (!extra.empty()) params = params.substr(0, params.size() - 1) + "," + extra + "}";
+    MessagePtr r = shim_->Request("code.context.create", params, Millis(60000));
+    if (!r || r->IsError()) {
+      ADD_FAILURE() << "code.context.create: " << (r ? r->raw : "no answer");
+      return "";
+    }
+    EXPECT_EQ(GetString(r->result(), "language"), "python");
+    return GetString(r->result(), "context_id");
+  }
+
+  EppSession* shim_ = nullptr;
+  std::string sandbox_;
+};
+
+TEST_F(CodeTest, TheDefaultContextKeepsStateAndStreamsInOrder) {
+  // Flushed, so that the kernel sends each piece when it is written (IPython batches
+  // stdout otherwise; the order passed on is the kernel's).
+  MessagePtr r = Run("x = 41\nprint('out one', flush=True)\nimport sys; sys.stderr.write('err two\\n'); sys.stderr.flush()\n"
+                     "print('out three', flush=True)\nx + 1");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->IsError()) << r->raw;
+  EXPECT_EQ(Value(r), "42");
+  EXPECT_EQ(GetString(r->result(), "stdout"), "out one\nout three\n");
+  EXPECT_EQ(GetString(r->result(), "stderr"), "err two\n");
+  EXPECT_FALSE(GetString(r->result(), "context_id").empty());
+  EXPECT_GE(GetInt(r->result(), "execution_count"), 1);
+  EXPECT_TRUE(IsNull(r->result(), "error"));
+  EXPECT_FALSE(GetBool(r->result(), "timed_out"));
+  EXPECT_FALSE(GetBool(r->result(), "truncated"));
+  EXPECT_TRUE(GetBool(r->result(), "results.0.main"));
+
+  // Notifications carry the request's id, one seq sequence, all before the answer,
+  // each stream in the order the kernel wrote it.
+  std::vector<std::string> seen;
+  int64_t expected_seq = 0;
+  for (const MessagePtr& n : shim_->AllMessages()) {
+    if (!n->IsNotification() || (n->method() != "code.output" && n->method() != "code.result")) continue;
+    EXPECT_LT(n->index, r->index);
+    EXPECT_EQ(GetInt(n->params(), "seq"), expected_seq++);
+    seen.push_back(n->method() == "code.result" ? "result:" + GetString(n->params(), "result.data.text/plain")
+                                                : GetString(n->params(), "stream") + ":" + GetString(n->params(), "data"));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"stdout:out one\n", "stderr:err two\n", "stdout:out three\n",
+                                            "result:42"}));
+
+  r = Run("x");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(Value(r), "41") << r->raw;
+}
+
+TEST_F(CodeTest, ExceptionsAreExecutionsWithTheirTraceback) {
+  MessagePtr r = Run("1/0");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->IsError()) << r->raw;
+  EXPECT_EQ(GetString(r->result(), "error.name"), "ZeroDivisionError");
+  EXPECT_EQ(GetString(r->result(), "error.value"), "division by zero");
+  EXPECT_FALSE(GetStrings(r->result(), "error.traceback").empty());
+  EXPECT_EQ(Find(r->result(), "results")->Size(), 0u);
+}
+
+TEST_F(CodeTest, RichResultsKeepTheInterpretersMimeKeys) {
+  MessagePtr r = Run(
+      "class Page:\n"
+      "    def _repr_html_(self): return '<b>bold</b>'\n"
+      "    def _repr_png_(self): return b'\\x89PNG\\r\\n\\x1a\\n'\n"
+      "Page()");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->IsError()) << r->raw;
+  EXPECT_EQ(GetString(r->result(), "results.0.data.text/html"), "<b>bold</b>");
+  EXPECT_EQ(GetString(r->result(), "results.0.data.image/png"), "iVBORw0KGgo=\n");  // the kernel's base64
+  EXPECT_NE(GetString(r->result(), "results.0.data.text/plain").find("Page"), std::string::npos);
+}
+
+TEST_F(CodeTest, ContextsAreMadeListedAndDeleted) {
+  const std::string a = NewContext();
+  const std::string b = NewContext(R"("cwd":"/tmp/abx-code-cwd")");
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  auto in = [&](const std::string& context, const std::string& code) {
+    return Run(code, "\"context_id\":\"" + context + "\"");
+  };
+  MessagePtr r = in(a, "y = 'in a'");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(GetString(r->result(), "context_id"), a);
+  r = in(b, "y");  // another kernel: no y
+  EXPECT_EQ(GetString(r->result(), "error.name"), "NameError") << r->raw;
+  r = in(b, "import os; os.getcwd()");
+  EXPECT_EQ(Value(r), "'/tmp/abx-code-cwd'") << r->raw;
+  r = in(a, "y");
+  EXPECT_EQ(Value(r), "'in a'");
+
+  r = shim_->Request("code.context.list", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(r, nullptr);
+  std::string listed = r->raw;
+  EXPECT_NE(listed.find(a), std::string::npos);
+  EXPECT_NE(listed.find(b), std::string::npos);
+
+  r = shim_->Request("code.context.delete", JsonObject().Str("sandbox_id", sandbox_).Str("context_id", a).str());
+  EXPECT_TRUE(GetBool(r->result(), "deleted")) << r->raw;
+  r = shim_->Request("code.context.delete", JsonObject().Str("sandbox_id", sandbox_).Str("context_id", a).str());
+  EXPECT_FALSE(GetBool(r->result(), "deleted")) << r->raw;
+  r = in(a, "1");
+  EXPECT_EQ(r->EppCode(), "E8005") << r->raw;
+  r = Run("1", R"("language":"ruby")");
+  EXPECT_EQ(r->ErrorCode(), -32602);
+  EXPECT_EQ(GetString(r->error(), "data.field"), "language");
+  r = Run("1", R"("env":{"A":"1"})");
+  EXPECT_EQ(r->EppCode(), "E8004") << r->raw;
+}
+
+TEST_F(CodeTest, ATimeoutInterruptsTheKernelAndTheContextKeepsItsState) {
+  ASSERT_FALSE(Run("kept = 'still here'")->IsError());
+  const auto started = steady_clock::now();
+  MessagePtr r = Run("while True: pass", R"("timeout":1)");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->IsError()) << r->raw;
+  EXPECT_LT(steady_clock::now() - started, seconds(3));  // 1 s, then the interrupt within 2 s
+  EXPECT_TRUE(GetBool(r->result(), "timed_out"));
+  EXPECT_EQ(GetString(r->result(), "error.name"), "KeyboardInterrupt");
+  r = Run("kept");
+  EXPECT_EQ(Value(r), "'still here'") << r->raw;
+}
+
+TEST_F(CodeTest, CancelInterruptsTheRunAndLeavesNoRunBehind) {
+  REQUIRE_FAKE("reads the fake's count of running code");
+  ASSERT_FALSE(Run("kept = 2")->IsError());
+  const int64_t id = shim_->SendRequest(
+      "code.run", JsonObject().Str("sandbox_id", sandbox_).Str("code", "import time\nwhile True: time.sleep(0.01)").str());
+  std::this_thread::sleep_for(milliseconds(800));
+  shim_->Notify("$/cancel", "{\"id\":" + std::to_string(id) + "}");
+  MessagePtr r = shim_->WaitResponse(id, Millis(20000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8009") << r->raw;
+  EXPECT_EQ(fake().Stats()->code_runs_active, 0);
+  r = Run("kept * 21");
+  EXPECT_EQ(Value(r), "42") << r->raw;
+}
+
+TEST_F(CodeTest, AKernelThatDiesIsAClearErrorAndTheNextRunIsServed) {
+  REQUIRE_FAKE("uses the fake's kernel_dies_mid_run switch");
+  ASSERT_TRUE(fake().SetFaults(R"({"kernel_dies_mid_run":true})"));
+  MessagePtr r = Run("print('about to go', flush=True)\nimport time; time.sleep(30)");
+  ASSERT_TRUE(fake().ClearFaults());
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8010") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("without a result"), std::string::npos) << r->raw;
+  r = Run("6 * 7");
+  EXPECT_EQ(Value(r), "42") << r->raw;
+}
+
+class PlainSandboxCodeTest : public TestEnv {};
+
+TEST_F(PlainSandboxCodeTest, ASandboxWithoutAnInterpreterSaysHowToGetOne) {
+  EppSession* shim = nullptr;
+  std::string id;
+  ASSERT_TRUE(StartShimWithSandbox(&shim, &id));
+  const auto started = steady_clock::now();
+  MessagePtr r = shim->Request("code.run", JsonObject().Str("sandbox_id", id).Str("code", "1").str());
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("template \"code\""), std::string::npos) << r->raw;
+  EXPECT_LT(steady_clock::now() - started, seconds(5));
+  r = shim->Request("code.context.create", JsonObject().Str("sandbox_id", id).str());
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+}
+
+}  // namespace
+}  // namespace abx::e2e

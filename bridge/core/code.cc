@@ -26,6 +26,7 @@ using opensandbox::ExecdEventKind;
 constexpr char kProbeContextId[] = "abx-readiness-probe";
 constexpr auto kReadinessPollInterval = std::chrono::milliseconds(500);
 constexpr auto kBusyRetryInterval = std::chrono::milliseconds(200);
+constexpr auto kReinterruptInterval = std::chrono::milliseconds(1000);
 
 bool Contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
@@ -112,11 +113,19 @@ class Watchdog {
     state_->cv.wait(lock, [&] { return state_->done || !state_->context_id.empty(); });
     if (state_->done) return;
     const std::string id = state_->context_id;
-    lock.unlock();
-    Status sent = execd.InterruptCode(id, nullptr);
-    if (!sent.ok()) log::Warn("code.interrupt_failed", {{"context_id", id}, {"error", sent.error().message}});
-    lock.lock();
-    if (!state_->cv.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return state_->done; })) {
+    // Again every second within the grace: an interrupt that reached the kernel before
+    // it began the code (between execd's init and the execute request) is lost, and
+    // execd accepts a repeat.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+    while (!state_->done && std::chrono::steady_clock::now() < give_up) {
+      lock.unlock();
+      Status sent = execd.InterruptCode(id, nullptr);
+      if (!sent.ok()) log::Warn("code.interrupt_failed", {{"context_id", id}, {"error", sent.error().message}});
+      lock.lock();
+      state_->cv.wait_until(lock, std::min(give_up, std::chrono::steady_clock::now() + kReinterruptInterval),
+                            [&] { return state_->done; });
+    }
+    if (!state_->done) {
       state_->unresponsive = true;
       lock.unlock();
       stream_cancel_.Cancel();
@@ -128,10 +137,19 @@ class Watchdog {
   std::thread thread_;
 };
 
+// The first `max` bytes of `text`, or fewer so as not to end inside a UTF-8 sequence.
+size_t Utf8Cut(const std::string& text, size_t max) {
+  if (max >= text.size()) return text.size();
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
 void AppendCapped(std::string* out, const std::string& data, bool* truncated) {
+  if (*truncated && out->size() >= kCodeOutputBytes) return;
   const size_t room = kCodeOutputBytes > out->size() ? kCodeOutputBytes - out->size() : 0;
   if (data.size() > room) *truncated = true;
-  out->append(data, 0, std::min(room, data.size()));
+  out->append(data, 0, Utf8Cut(data, room));
 }
 
 }  // namespace
@@ -220,6 +238,11 @@ Result<opensandbox::CodeContextInfo> CodeInterpreter::CreateContext(const std::s
                                                                     const std::string& language,
                                                                     const std::string& cwd,
                                                                     CancelToken* cancel) {
+  if (!cwd.empty() && language != "python") {
+    Error e = MakeError(ErrorCode::kUnsupported, "cwd is supported for python contexts only");
+    e.field = "cwd";
+    return e;
+  }
   ABX_ASSIGN_OR_RETURN(auto execd, upstream_->Execd(sandbox_id, *config_, cancel));
   {
     Status st = EnsureReady(execd, sandbox_id, language, cancel);
@@ -300,6 +323,11 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
     CodeQueue* queue;
     ~Turn() { queue->Leave(); }
   } turn{queue.get()};
+  // Its turn has come; nothing is sent for a run already cancelled or out of time.
+  if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "code.run was cancelled before it ran");
+  if (deadline > 0 && NowMillis() >= deadline) {
+    return MakeError(ErrorCode::kTimeout, "code.run timed out before its turn came (its timeout counts from arrival)");
+  }
 
   const int64_t request_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
   const int64_t busy_until = deadline > 0 ? deadline : NowMillis() + request_ms;
@@ -310,8 +338,9 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
     Attempt attempt;
     bool saw_output = false;
     {
+      // Interrupts go out only after execd's init: before it, the request may not have
+      // reached the kernel at all.
       Watchdog watchdog(&execd, cancel, deadline, kInterruptGraceMs);
-      if (!spec.context_id.empty()) watchdog.ContextKnown(spec.context_id);
       attempt.status = execd.RunCode(body, watchdog.stream_cancel(), request_ms, [&](const ExecdEvent& e) {
         if (e.kind == ExecdEventKind::kUntyped) {
           attempt.bare_code = e.code;
@@ -319,7 +348,10 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
           return true;
         }
         if (e.type == "init") {
-          if (execution.context_id.empty()) execution.context_id = e.text;
+          if (execution.context_id.empty()) {
+            execution.context_id = e.text;
+            upstream_->code().LinkQueue(spec.sandbox_id, key, e.text);
+          }
           watchdog.ContextKnown(execution.context_id);
         } else if (e.type == "stdout" || e.type == "stderr") {
           saw_output = true;
@@ -374,7 +406,7 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
       }
       return MakeError(ErrorCode::kUpstream, "the code run failed: " + attempt.bare_message);
     }
-    if (!attempt.complete && !execution.error && execution.results.empty()) {
+    if (!attempt.complete && !execution.error && execution.results.empty() && !execution.timed_out) {
       return MakeError(ErrorCode::kUpstream,
                        "the code run ended without a result; the context's state may be lost (its kernel "
                        "may have died)");

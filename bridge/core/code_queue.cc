@@ -8,6 +8,15 @@
 namespace abx::core {
 
 Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
+  // A cancel wakes every waiter of this queue; each then looks at its own token.
+  // Registered before mu_ is taken: on a token already cancelled the hook runs at once.
+  std::weak_ptr<CodeQueue> self = weak_from_this();
+  cancel->OnCancel([self] {
+    if (auto queue = self.lock()) {
+      std::lock_guard<std::mutex> wake(queue->mu_);
+      queue->turn_.notify_all();
+    }
+  });
   std::unique_lock<std::mutex> lock(mu_);
   if (poison_) return *poison_;
   if (waiting_.size() >= kMaxWaiting) {
@@ -18,14 +27,6 @@ Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
   }
   const uint64_t ticket = next_ticket_++;
   waiting_.push_back(ticket);
-  // A cancel wakes every waiter of this queue; each then looks at its own token.
-  std::weak_ptr<CodeQueue> self = weak_from_this();
-  cancel->OnCancel([self] {
-    if (auto queue = self.lock()) {
-      std::lock_guard<std::mutex> wake(queue->mu_);
-      queue->turn_.notify_all();
-    }
-  });
   auto leave_line = [&] {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
     turn_.notify_all();
@@ -39,14 +40,14 @@ Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
       leave_line();
       return MakeError(ErrorCode::kCancelled, "code.run was cancelled while it waited for its turn");
     }
+    const int64_t left = deadline_ms > 0 ? deadline_ms - NowMillis() : 1;
+    if (left <= 0) {
+      leave_line();
+      return MakeError(ErrorCode::kTimeout,
+                       "code.run timed out before its turn came (its timeout counts from arrival)");
+    }
     if (!running_ && waiting_.front() == ticket) break;
     if (deadline_ms > 0) {
-      const int64_t left = deadline_ms - NowMillis();
-      if (left <= 0) {
-        leave_line();
-        return MakeError(ErrorCode::kTimeout,
-                         "code.run timed out while it waited for the runs before it in its context");
-      }
       turn_.wait_for(lock, std::chrono::milliseconds(left));
     } else {
       turn_.wait(lock);

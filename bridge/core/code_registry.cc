@@ -1,5 +1,7 @@
 #include "bridge/core/code_registry.h"
 
+#include <iterator>
+
 namespace abx::core {
 namespace {
 
@@ -26,9 +28,22 @@ std::shared_ptr<CodeQueue> CodeRegistry::Queue(const std::string& sandbox_id, co
   return queue;
 }
 
+void CodeRegistry::LinkQueue(const std::string& sandbox_id, const std::string& key,
+                             const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& queue = queues_[Key(sandbox_id, key)];
+  if (!queue) queue = std::make_shared<CodeQueue>();
+  queues_[Key(sandbox_id, id)] = queue;
+}
+
 void CodeRegistry::ForgetQueue(const std::string& sandbox_id, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  queues_.erase(Key(sandbox_id, key));
+  auto it = queues_.find(Key(sandbox_id, key));
+  if (it == queues_.end()) return;
+  const std::shared_ptr<CodeQueue> queue = it->second;
+  for (auto q = queues_.begin(); q != queues_.end();) {
+    q = q->second == queue ? queues_.erase(q) : std::next(q);
+  }
 }
 
 void CodeRegistry::ForgetReadiness(const std::string& sandbox_id) {

@@ -21,6 +21,10 @@ class CodeRegistry {
   // The queue of a context (`key`: its id, or "default:<language>" for the language's
   // default context), made on first use.
   std::shared_ptr<CodeQueue> Queue(const std::string& sandbox_id, const std::string& key);
+  // The default context of a language has turned out to be context `id`: both keys name
+  // one queue from now on, so runs that name it by id wait in the same line.
+  void LinkQueue(const std::string& sandbox_id, const std::string& key, const std::string& id);
+  // The context is gone: its queue goes, under every key that names it.
   void ForgetQueue(const std::string& sandbox_id, const std::string& key);
   // The sandbox is gone (or was paused): ask again whether its interpreter answers.
   void ForgetReadiness(const std::string& sandbox_id);

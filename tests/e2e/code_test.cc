@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,9 @@ TEST_F(CodeTest, TheDefaultContextKeepsStateAndStreamsInOrder) {
   for (const MessagePtr& n : shim_->AllMessages()) {
     if (!n->IsNotification() || (n->method() != "code.output" && n->method() != "code.result")) continue;
     EXPECT_LT(n->index, r->index);
+    const rapidjson::Value* id = Find(n->params(), "id");
+    ASSERT_TRUE(id && r->id().IsInt64() && id->IsInt64()) << n->raw;
+    EXPECT_EQ(id->GetInt64(), r->id().GetInt64());
     EXPECT_EQ(GetInt(n->params(), "seq"), expected_seq++);
     seen.push_back(n->method() == "code.result" ? "result:" + GetString(n->params(), "result.data.text/plain")
                                                 : GetString(n->params(), "stream") + ":" + GetString(n->params(), "data"));
@@ -99,7 +103,9 @@ TEST_F(CodeTest, ExceptionsAreExecutionsWithTheirTraceback) {
   EXPECT_EQ(GetString(r->result(), "error.name"), "ZeroDivisionError");
   EXPECT_EQ(GetString(r->result(), "error.value"), "division by zero");
   EXPECT_FALSE(GetStrings(r->result(), "error.traceback").empty());
-  EXPECT_EQ(Find(r->result(), "results")->Size(), 0u);
+  const rapidjson::Value* results = Find(r->result(), "results");
+  ASSERT_TRUE(results && results->IsArray()) << r->raw;
+  EXPECT_EQ(results->Size(), 0u);
 }
 
 TEST_F(CodeTest, RichResultsKeepTheInterpretersMimeKeys) {
@@ -153,7 +159,8 @@ TEST_F(CodeTest, ContextsAreMadeListedAndDeleted) {
 }
 
 TEST_F(CodeTest, ATimeoutInterruptsTheKernelAndTheContextKeepsItsState) {
-  ASSERT_FALSE(Run("kept = 'still here'")->IsError());
+  MessagePtr set = Run("kept = 'still here'");
+  ASSERT_TRUE(set && !set->IsError());
   const auto started = steady_clock::now();
   MessagePtr r = Run("while True: pass", R"("timeout":1)");
   ASSERT_NE(r, nullptr);
@@ -167,17 +174,107 @@ TEST_F(CodeTest, ATimeoutInterruptsTheKernelAndTheContextKeepsItsState) {
 
 TEST_F(CodeTest, CancelInterruptsTheRunAndLeavesNoRunBehind) {
   REQUIRE_FAKE("reads the fake's count of running code");
-  ASSERT_FALSE(Run("kept = 2")->IsError());
+  MessagePtr set = Run("kept = 2");
+  ASSERT_TRUE(set && !set->IsError());
   const int64_t id = shim_->SendRequest(
-      "code.run", JsonObject().Str("sandbox_id", sandbox_).Str("code", "import time\nwhile True: time.sleep(0.01)").str());
-  std::this_thread::sleep_for(milliseconds(800));
+      "code.run", JsonObject()
+                      .Str("sandbox_id", sandbox_)
+                      .Str("code", "print('running', flush=True)\nimport time\nwhile True: time.sleep(0.01)")
+                      .str());
+  // Cancelled once the code runs (its first output has arrived).
+  const auto until = steady_clock::now() + seconds(30);
+  while (shim_->NotificationsByMethod("code.output").empty() && steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_FALSE(shim_->NotificationsByMethod("code.output").empty());
   shim_->Notify("$/cancel", "{\"id\":" + std::to_string(id) + "}");
   MessagePtr r = shim_->WaitResponse(id, Millis(20000));
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->EppCode(), "E8009") << r->raw;
-  EXPECT_EQ(fake().Stats()->code_runs_active, 0);
+  // The fake counts a run until its kernel is idle, a moment after the stream ended.
+  int64_t active = -1;
+  for (int i = 0; i < 100 && active != 0; ++i) {
+    active = fake().Stats()->code_runs_active;
+    if (active != 0) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(active, 0);
   r = Run("kept * 21");
+  ASSERT_NE(r, nullptr);
   EXPECT_EQ(Value(r), "42") << r->raw;
+}
+
+TEST_F(CodeTest, RunsOfOneContextTakeTurnsInArrivalOrder) {
+  const std::string context = NewContext();
+  ASSERT_FALSE(context.empty());
+  auto params = [&](const std::string& code, const std::string& extra = "") {
+    std::string p = JsonObject().Str("sandbox_id", sandbox_).Str("context_id", context).Str("code", code).str();
+    return extra.empty() ? p : p.substr(0, p.size() - 1) + "," + extra + "}";
+  };
+  const int64_t first = shim_->SendRequest("code.run", params("import time; time.sleep(1.5); order = ['first']"));
+  std::this_thread::sleep_for(milliseconds(200));
+  const int64_t second = shim_->SendRequest("code.run", params("order.append('second'); order"));
+  // Its timeout passes while it waits: it never runs.
+  const int64_t late = shim_->SendRequest("code.run", params("order.append('late')", R"("timeout":0.5)"));
+  MessagePtr r = shim_->WaitResponse(late, Millis(20000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8006") << r->raw;
+  r = shim_->WaitResponse(second, Millis(20000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(Value(r), "['first', 'second']") << r->raw;  // upstream would have said "busy"
+  ASSERT_NE(shim_->WaitResponse(first, Millis(20000)), nullptr);
+  r = Run("order", "\"context_id\":\"" + context + "\"");
+  EXPECT_EQ(Value(r), "['first', 'second']") << r->raw;
+  // A context runs its own language.
+  r = Run("1", "\"context_id\":\"" + context + "\",\"language\":\"bash\"");
+  EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+}
+
+TEST_F(CodeTest, SixteenContextsRunAtOnce) {
+  constexpr int kContexts = 16;
+  std::vector<int64_t> creates;
+  for (int i = 0; i < kContexts; ++i) {
+    creates.push_back(shim_->SendRequest("code.context.create", JsonObject().Str("sandbox_id", sandbox_).str()));
+  }
+  std::vector<std::string> contexts;
+  for (int64_t id : creates) {
+    MessagePtr r = shim_->WaitResponse(id, Millis(120000));
+    ASSERT_TRUE(r && !r->IsError()) << (r ? r->raw : "no answer to code.context.create");
+    contexts.push_back(GetString(r->result(), "context_id"));
+  }
+  std::vector<int64_t> runs;
+  for (int i = 0; i < kContexts; ++i) {
+    runs.push_back(shim_->SendRequest(
+        "code.run", JsonObject()
+                        .Str("sandbox_id", sandbox_)
+                        .Str("context_id", contexts[i])
+                        .Str("code", "import time; time.sleep(0.5); mine = " + std::to_string(i) + "; mine * 2")
+                        .str()));
+  }
+  for (int i = 0; i < kContexts; ++i) {
+    MessagePtr r = shim_->WaitResponse(runs[i], Millis(120000));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(Value(r), std::to_string(i * 2)) << r->raw;
+    EXPECT_EQ(GetString(r->result(), "context_id"), contexts[i]);
+  }
+}
+
+TEST_F(CodeTest, ContextsMadeWithoutKeepGoWithTheSession) {
+  EppSession* other = StartInitializedShim();
+  ASSERT_NE(other, nullptr);
+  auto create = [&](bool keep) {
+    MessagePtr r = other->Request(
+        "code.context.create", JsonObject().Str("sandbox_id", sandbox_).Bool("keep", keep).str(), Millis(60000));
+    EXPECT_TRUE(r && !r->IsError()) << (r ? r->raw : "no answer");
+    return r ? GetString(r->result(), "context_id") : "";
+  };
+  const std::string temporary = create(false);
+  const std::string kept = create(true);
+  other->CloseStdin();
+  ASSERT_TRUE(other->WaitExit(Millis(20000)).has_value());
+  MessagePtr r = shim_->Request("code.context.list", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->raw.find(temporary), std::string::npos) << r->raw;
+  EXPECT_NE(r->raw.find(kept), std::string::npos) << r->raw;
 }
 
 TEST_F(CodeTest, AKernelThatDiesIsAClearErrorAndTheNextRunIsServed) {

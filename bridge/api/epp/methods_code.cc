@@ -12,6 +12,8 @@ namespace {
 
 using json::Quote;
 
+constexpr double kMaxCodeTimeoutSeconds = 365.0 * 86400;
+
 // The languages execd runs in Jupyter kernels (docs/opensandbox.md §2.14).
 constexpr const char* kLanguages[] = {"python", "bash", "java", "javascript", "typescript", "go"};
 
@@ -68,7 +70,22 @@ class NotifyingCodeSink final : public core::CodeSink {
   int64_t seq_ = 0;
 };
 
+// The first `max` bytes of `text`, or fewer so as not to end inside a UTF-8 sequence.
+void CutUtf8(std::string* text, size_t max) {
+  if (text->size() <= max) return;
+  text->resize(ChunkEnd(*text, 0, max));
+}
+
 std::string ExecutionJson(core::Execution e) {
+  // The traceback is the kernel's and has no bound of its own: the output's.
+  size_t traceback_bytes = 0;
+  if (e.error) {
+    for (std::string& frame : e.error->traceback) {
+      CutUtf8(&frame, kCodeOutputBytes > traceback_bytes ? kCodeOutputBytes - traceback_bytes : 0);
+      traceback_bytes += frame.size();
+    }
+    CutUtf8(&e.error->value, kCodeOutputBytes);
+  }
   auto render = [&] {
     std::string results = "[";
     for (size_t i = 0; i < e.results.size(); ++i) {
@@ -88,13 +105,26 @@ std::string ExecutionJson(core::Execution e) {
            ",\"timed_out\":" + (e.timed_out ? "true" : "false") +
            ",\"truncated\":" + (e.truncated ? "true" : "false") + "}";
   };
+  // Room for the line's envelope around the result.
+  const size_t limit = kMaxLineBytes - 4096;
   std::string out = render();
-  // Too long for one line even so: the later results give way first.
-  for (size_t i = e.results.size(); out.size() > kMaxLineBytes - 4096 && i > 0; --i) {
+  // Too long for one line even so (escaping can make text up to six times longer): the
+  // later results give way first, then the output is cut further.
+  for (size_t i = e.results.size(); out.size() > limit && i > 0; --i) {
     core::CodeResult& r = e.results[i - 1];
     r.data_json = "{\"text/plain\":" +
                   Quote("<result of " + std::to_string(r.data_json.size()) +
                         " bytes omitted: over the line limit>") + "}";
+    e.truncated = true;
+    out = render();
+  }
+  while (out.size() > limit) {
+    CutUtf8(&e.stdout_data, e.stdout_data.size() / 2);
+    CutUtf8(&e.stderr_data, e.stderr_data.size() / 2);
+    if (e.error) {
+      for (std::string& frame : e.error->traceback) CutUtf8(&frame, frame.size() / 2);
+      CutUtf8(&e.error->value, e.error->value.size() / 2);
+    }
     e.truncated = true;
     out = render();
   }
@@ -145,7 +175,9 @@ Result<std::string> CodeRun(Request& req) {
   spec.context_id = context_id.value_or("");
   ABX_ASSIGN_OR_RETURN(spec.language, Language(p, false));
   ABX_ASSIGN_OR_RETURN(spec.timeout_s, p.Number("timeout"));
-  if (spec.timeout_s && !(*spec.timeout_s > 0)) return InvalidParams("timeout", "timeout must be positive");
+  if (spec.timeout_s && !(*spec.timeout_s > 0 && *spec.timeout_s <= kMaxCodeTimeoutSeconds)) {
+    return InvalidParams("timeout", "timeout must be a positive number of seconds, at most a year");
+  }
   if (req.params().HasMember("env")) {
     Error e = MakeError(ErrorCode::kUnsupported, "code.run takes no env: set os.environ in the code");
     e.field = "env";

@@ -262,9 +262,9 @@ void Session::Dispatch(std::string id_json, std::string method,
   });
 }
 
-void Session::OnEndOfInput() {
-  CancelWhere(/*attached_only=*/true);
-  // The code contexts this session made with keep: false go with it (docs/epp1.md §3).
+void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }
+
+void Session::ReleaseOwnedContexts() {
   std::vector<std::pair<std::string, std::string>> owned;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -273,7 +273,7 @@ void Session::OnEndOfInput() {
   if (owned.empty() || !upstream_) return;
   core::CodeInterpreter code(upstream_.get(), &config_);
   for (const auto& [sandbox_id, context_id] : owned) {
-    CancelToken uncancellable;
+    CancelToken uncancellable;  // bounded by request_timeout
     auto deleted = code.DeleteContext(sandbox_id, context_id, &uncancellable);
     if (!deleted.ok()) {
       log::Warn("code.context_cleanup_failed",

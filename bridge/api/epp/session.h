@@ -109,8 +109,11 @@ class Session {
   void OnEndOfInput();
   // The shim itself went away (or `exit`): cancel everything in flight.
   void OnHostGone();
-  // A code context made with keep: false, deleted at end of input.
+  // A code context made with keep: false: it goes with the session.
   void OwnCodeContext(const std::string& sandbox_id, const std::string& context_id);
+  // Deletes them (docs/epp1.md §3: at the end of input, whichever way the session ends);
+  // called once no handler runs. Blocks for the execd calls.
+  void ReleaseOwnedContexts();
   // Blocks until no handler runs.
   void WaitIdle();
   // The same, for at most `timeout`; false when handlers still run.

@@ -139,6 +139,8 @@ grpc::Status SessionReactor::Serve() {
       session.OnEndOfInput();
     }
     session.WaitIdle();
+    // Every handler has returned, so no code context made by this session is missed.
+    session.ReleaseOwnedContexts();
     Track(nullptr);
   }
   if (protocol_error.empty()) {

@@ -209,6 +209,28 @@ def sse_seeds():
             {"type": "execution_count", "execution_count": 3},
             {"type": "result", "results": {"text": "2", "image/png": "iVBOR"}, "execution_count": 3},
             {"type": "execution_complete", "execution_time": 5}),
+        # /code runs as execd sends them (docs/opensandbox.md §2.14): an exception, a rich
+        # result with an application/json value and Go's escapes, a busy context's bare
+        # object (unframed, at EOF), a kernel that died (no terminal event).
+        "code_exception": events(
+            {"type": "init", "text": "cb1baca9-a60e-4937-a1d0-18bc1fc45e60", "timestamp": ts},
+            {"type": "ping", "text": "pong", "timestamp": ts},
+            {"type": "stdout", "text": "before\n", "timestamp": ts},
+            {"type": "status", "text": "error", "timestamp": ts},
+            {"type": "error", "timestamp": ts, "error": {
+                "ename": "ZeroDivisionError", "evalue": "division by zero",
+                "traceback": ["\u001b[0;31m---------\u001b[0m", "Cell In [2], line 1\n----> 1 1/0\n"]}},
+            {"type": "execution_complete", "execution_time": 7, "timestamp": ts}),
+        "code_rich_result": events(
+            {"type": "init", "text": "ctx"},
+            {"type": "execution_count", "execution_count": 12},
+            {"type": "result", "timestamp": ts, "results": {
+                "application/json": {"a": [1, 2.5, None, True], "b": {"c": "\u003cd\u003e"}},
+                "image/png": "iVBORw0KGgo=\n", "text": "<Page>", "text/html": "<b>x</b> & y"}},
+            {"type": "execution_complete", "timestamp": ts}),
+        "code_busy": events({"type": "init", "text": "ctx"}, {"type": "ping", "text": "pong"}) +
+                     j({"code": "RUNTIME_ERROR", "message": "error running codes session is busy"}),
+        "code_kernel_died": events({"type": "init", "text": "ctx"}, {"type": "stdout", "text": "going"}),
         "metrics_watch": j({"cpu_count": 2, "cpu_used_pct": 3.5, "mem_total_mib": 512.0,
                             "mem_used_mib": 100.25, "timestamp": ts}) + "\n" +
                          j({"error": "read error"}) + "\n",

@@ -27,6 +27,7 @@ constexpr char kProbeContextId[] = "abx-readiness-probe";
 constexpr auto kReadinessPollInterval = std::chrono::milliseconds(500);
 constexpr auto kBusyRetryInterval = std::chrono::milliseconds(200);
 constexpr auto kReinterruptInterval = std::chrono::milliseconds(1000);
+constexpr auto kSettleAfterErrorMs = std::chrono::milliseconds(50);
 
 bool Contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
@@ -321,7 +322,14 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
   }
   struct Turn {
     CodeQueue* queue;
-    ~Turn() { queue->Leave(); }
+    bool settle = false;
+    ~Turn() {
+      // An IPython kernel started with stop_on_error (as execd starts every run) aborts
+      // the requests that reach it in the moment after a run that raised: the next run
+      // would come back empty. It waits that moment out.
+      if (settle) std::this_thread::sleep_for(kSettleAfterErrorMs);
+      queue->Leave();
+    }
   } turn{queue.get()};
   // Its turn has come; nothing is sent for a run already cancelled or out of time.
   if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "code.run was cancelled before it ran");
@@ -382,6 +390,7 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
         return stuck;
       }
       if (watchdog.interrupted_for_cancel()) {
+        turn.settle = true;  // the interrupt raised in the kernel
         return MakeError(ErrorCode::kCancelled,
                          "code.run was cancelled: the kernel was interrupted and the context keeps its state");
       }
@@ -406,6 +415,7 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
       }
       return MakeError(ErrorCode::kUpstream, "the code run failed: " + attempt.bare_message);
     }
+    turn.settle = execution.error.has_value();
     if (!attempt.complete && !execution.error && execution.results.empty() && !execution.timed_out) {
       return MakeError(ErrorCode::kUpstream,
                        "the code run ended without a result; the context's state may be lost (its kernel "

@@ -32,12 +32,29 @@ def emit(obj):
 
 
 def start(cwd):
+    # Kernels started at once can pick the same free port (jupyter_client finds its ports
+    # by binding and releasing them), and one of them then dies at start: try again.
+    for attempt in range(3):
+        try:
+            return start_once(cwd)
+        except Exception as error:  # noqa: BLE001 - any failure to start is retried
+            print("kernel start failed (attempt %d): %r" % (attempt + 1, error), file=sys.stderr)
+            time.sleep(0.2)
+    return start_once(cwd)
+
+
+def start_once(cwd):
     km = KernelManager(kernel_name="python3")
     # The debugger's start-up warnings would only fill the fake's log.
     km.start_kernel(cwd=cwd, env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"))
     kc = km.client()
     kc.start_channels()
-    kc.wait_for_ready(timeout=60)
+    try:
+        kc.wait_for_ready(timeout=60)
+    except Exception:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        raise
     # Drain the messages of wait_for_ready's kernel_info_request.
     while True:
         try:

@@ -9,6 +9,7 @@ void TypedServices::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(&exec_);
   builder->RegisterService(&files_);
   builder->RegisterService(&ports_);
+  builder->RegisterService(&code_);
 }
 
 void TypedServices::MarkServing(grpc::Server* server) {
@@ -17,7 +18,8 @@ void TypedServices::MarkServing(grpc::Server* server) {
   for (const char* name : {abx::opensandbox::v1::Sandboxes::service_full_name(),
                            abx::opensandbox::v1::Exec::service_full_name(),
                            abx::opensandbox::v1::Files::service_full_name(),
-                           abx::opensandbox::v1::Ports::service_full_name()}) {
+                           abx::opensandbox::v1::Ports::service_full_name(),
+                           abx::opensandbox::v1::Code::service_full_name()}) {
     health->SetServingStatus(name, true);
   }
 }

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/api/grpc/code_service.h"
 #include "bridge/api/grpc/exec_service.h"
 #include "bridge/api/grpc/files_service.h"
 #include "bridge/api/grpc/ports_service.h"
@@ -16,7 +17,7 @@ namespace abx::api {
 class TypedServices {
  public:
   explicit TypedServices(const TypedDeps& deps)
-      : sandboxes_(deps), exec_(deps), files_(deps), ports_(deps) {}
+      : sandboxes_(deps), exec_(deps), files_(deps), ports_(deps), code_(deps) {}
 
   // Must outlive the server built from `builder`.
   void RegisterWith(grpc::ServerBuilder* builder);
@@ -29,6 +30,7 @@ class TypedServices {
   ExecService exec_;
   FilesService files_;
   PortsService ports_;
+  CodeService code_;
 };
 
 }  // namespace abx::api

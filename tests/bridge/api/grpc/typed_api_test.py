@@ -271,8 +271,10 @@ class TypedApiTest(unittest.TestCase):
         from proto import files_pb2, files_pb2_grpc
         from proto import ports_pb2, ports_pb2_grpc
         from proto import sandboxes_pb2, sandboxes_pb2_grpc
+        from proto import code_pb2, code_pb2_grpc
         cls.pb = {"bridge": bridge_pb2, "exec": exec_pb2, "files": files_pb2,
-                  "ports": ports_pb2, "sandboxes": sandboxes_pb2}
+                  "ports": ports_pb2, "sandboxes": sandboxes_pb2, "code": code_pb2}
+        cls.code = code_pb2_grpc.CodeStub(ENV.channel)
         cls.bridge = bridge_pb2_grpc.BridgeStub(ENV.channel)
         cls.sandboxes = sandboxes_pb2_grpc.SandboxesStub(ENV.channel)
         cls.exec = exec_pb2_grpc.ExecStub(ENV.channel)
@@ -307,7 +309,7 @@ class TypedApiTest(unittest.TestCase):
         import health_pb2_grpc
         stub = health_pb2_grpc.HealthStub(ENV.channel)
         for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
-                        SERVICES + "Ports"):
+                        SERVICES + "Ports", SERVICES + "Code"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
             self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
 
@@ -322,7 +324,7 @@ class TypedApiTest(unittest.TestCase):
         replies = list(stub.ServerReflectionInfo(iter(requests), timeout=10))
         self.assertEqual(len(replies), 2)
         names = {s.name for s in replies[0].list_services_response.service}
-        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports"):
+        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code"):
             self.assertIn(SERVICES + expected, names)
         self.assertIn("grpc.health.v1.Health", names)
 
@@ -553,6 +555,68 @@ class TypedApiTest(unittest.TestCase):
                         "the bridge still follows the cancelled command")
         self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
                         "the cancelled command still runs")
+
+    # -- the code interpreter ------------------------------------------------------------
+
+    def test_code_contexts_and_runs(self):
+        cp = self.pb["code"]
+        config = ENV.config()
+        sandbox = self.create_sandbox(template="code")
+        # The language's default context: output and the value as they come, then done.
+        events = list(self.code.Run(cp.RunCodeRequest(
+            config=config, sandbox_id=sandbox.id,
+            code="x = 41\nprint('hi', flush=True)\nx + 1"), timeout=60))
+        kinds = [e.WhichOneof("event") for e in events]
+        self.assertEqual(kinds, ["output", "result", "done"])
+        self.assertEqual((events[0].output.stream, events[0].output.data), ("stdout", "hi\n"))
+        self.assertEqual([e.output.seq if k == "output" else e.result.seq
+                          for e, k in zip(events, kinds) if k != "done"], [0, 1])
+        self.assertEqual(events[1].result.data["text/plain"], "42")
+        done = events[2].done
+        self.assertTrue(done.context_id)
+        self.assertEqual(done.stdout, "hi\n")
+        self.assertEqual(done.results[0].data["text/plain"], "42")
+        self.assertTrue(done.results[0].main)
+        self.assertFalse(done.HasField("error"))
+
+        # A context of its own, in a directory of its own; an exception is an Execution.
+        context = self.code.CreateContext(cp.CreateCodeContextRequest(
+            config=config, sandbox_id=sandbox.id, cwd="/tmp/typed-code"), timeout=60)
+        self.assertEqual(context.language, "python")
+        run = lambda code: list(self.code.Run(cp.RunCodeRequest(
+            config=config, sandbox_id=sandbox.id, context_id=context.context_id, code=code),
+            timeout=60))[-1].done
+        self.assertEqual(run("import os; os.getcwd()").results[0].data["text/plain"],
+                         "'/tmp/typed-code'")
+        failed = run("x")  # the default context's x is not here
+        self.assertEqual(failed.error.name, "NameError")
+        self.assertTrue(failed.error.traceback)
+        listed = self.code.ListContexts(cp.ListCodeContextsRequest(
+            config=config, sandbox_id=sandbox.id), timeout=20)
+        self.assertIn(context.context_id, [c.context_id for c in listed.contexts])
+        deleted = self.code.DeleteContext(cp.DeleteCodeContextRequest(
+            config=config, sandbox_id=sandbox.id, context_id=context.context_id), timeout=20)
+        self.assertTrue(deleted.deleted)
+        again = self.code.DeleteContext(cp.DeleteCodeContextRequest(
+            config=config, sandbox_id=sandbox.id, context_id=context.context_id), timeout=20)
+        self.assertFalse(again.deleted)
+        with self.assertRaises(grpc.RpcError) as caught:
+            run("1")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_cancelled_code_run_interrupts_the_kernel_and_keeps_the_context(self):
+        cp = self.pb["code"]
+        config = ENV.config()
+        sandbox = self.create_sandbox(template="code")
+        run = lambda code: self.code.Run(cp.RunCodeRequest(
+            config=config, sandbox_id=sandbox.id, code=code), timeout=60)
+        self.assertEqual(list(run("kept = 21"))[-1].WhichOneof("event"), "done")
+        call = run("print('spinning', flush=True)\nwhile True: pass")
+        events = iter(call)
+        self.assertEqual(next(events).output.data, "spinning\n")
+        call.cancel()
+        last = list(run("kept * 2"))[-1].done
+        self.assertEqual(last.results[0].data["text/plain"], "42")
 
     def test_cancelled_create_kills_the_half_made_sandbox(self):
         sb = self.pb["sandboxes"]

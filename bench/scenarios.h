@@ -23,6 +23,7 @@ void RunWarmExec(BenchContext& ctx);     // exec.run true in one session vs dire
 void RunStream(BenchContext& ctx);       // 256 MiB of stdout vs direct libcurl
 void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs direct upload / download
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
+void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
 // The bridge's VmRSS with no session open: half a second after the last one closed, and

@@ -209,11 +209,13 @@ void DriveRun(std::shared_ptr<CodeContext> code_context, std::string code,
         }
       },
       std::chrono::milliseconds(200), [] {});
+  // The context is free again before its stream ends, as execd releases it when the run
+  // returns: a client that sends its next run the moment a stream ends finds it free.
+  code_context->busy = false;
+  --stats.code_runs_active;
   // A kernel that died (or a host that is gone) ends the stream with no terminal
   // event; Jupyter's restarter gives the context a fresh kernel for the next run.
   events->Close();
-  code_context->busy = false;
-  --stats.code_runs_active;
 }
 
 struct CodeStream {

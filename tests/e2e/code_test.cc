@@ -258,6 +258,59 @@ TEST_F(CodeTest, SixteenContextsRunAtOnce) {
   }
 }
 
+TEST_F(CodeTest, AKernelThatIgnoresItsInterruptPoisonsItsContext) {
+  REQUIRE_FAKE("uses the fake's slow_interrupt_ms switch");
+  const std::string context = NewContext();
+  ASSERT_FALSE(context.empty());
+  const std::string in_context = "\"context_id\":\"" + context + "\"";
+  // Every interrupt reaches the kernel only after 30 s: for the bridge it ignores them.
+  ASSERT_TRUE(fake().SetFaults(R"({"slow_interrupt_ms":30000})"));
+  const int64_t stuck = shim_->SendRequest(
+      "code.run", JsonObject().Str("sandbox_id", sandbox_).Str("context_id", context)
+                      .Str("code", "import time\nwhile True: time.sleep(0.01)").Int("timeout", 1).str());
+  std::this_thread::sleep_for(milliseconds(300));
+  const int64_t queued = shim_->SendRequest(
+      "code.run", JsonObject().Str("sandbox_id", sandbox_).Str("context_id", context).Str("code", "1").str());
+  const auto started = steady_clock::now();
+  MessagePtr r = shim_->WaitResponse(stuck, Millis(30000));
+  ASSERT_TRUE(fake().ClearFaults());
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("does not respond to interrupt"), std::string::npos) << r->raw;
+  // About 1 s of timeout and 10 s of grace, not the 30 s the interrupt takes.
+  EXPECT_LT(steady_clock::now() - started, seconds(20));
+  r = shim_->WaitResponse(queued, Millis(30000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;  // the run behind it, too
+  // Until the context is deleted; another context is not touched.
+  r = shim_->Request("code.context.delete", JsonObject().Str("sandbox_id", sandbox_).Str("context_id", context).str());
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(GetBool(r->result(), "deleted")) << r->raw;
+  r = Run("6 * 7");
+  EXPECT_EQ(Value(r), "42") << r->raw;
+}
+
+TEST_F(CodeTest, CancellingAQueuedRunTouchesNothingThatRuns) {
+  const std::string context = NewContext();
+  ASSERT_FALSE(context.empty());
+  auto params = [&](const std::string& code) {
+    return JsonObject().Str("sandbox_id", sandbox_).Str("context_id", context).Str("code", code).str();
+  };
+  const int64_t running = shim_->SendRequest("code.run", params("import time; time.sleep(1); done = 'yes'"));
+  std::this_thread::sleep_for(milliseconds(300));
+  const int64_t queued = shim_->SendRequest("code.run", params("done = 'overwritten'"));
+  std::this_thread::sleep_for(milliseconds(100));
+  shim_->Notify("$/cancel", "{\"id\":" + std::to_string(queued) + "}");
+  MessagePtr r = shim_->WaitResponse(queued, Millis(20000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8009") << r->raw;
+  r = shim_->WaitResponse(running, Millis(20000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->IsError()) << r->raw;  // the running one was not interrupted
+  r = Run("done", "\"context_id\":\"" + context + "\"");
+  EXPECT_EQ(Value(r), "'yes'") << r->raw;
+}
+
 TEST_F(CodeTest, ContextsMadeWithoutKeepGoWithTheSession) {
   EppSession* other = StartInitializedShim();
   ASSERT_NE(other, nullptr);

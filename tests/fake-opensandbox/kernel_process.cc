@@ -167,7 +167,8 @@ void KernelProcess::Interrupt() {
 }
 
 void KernelProcess::KillKernel() {
-  const pid_t kernel = kernel_pid_.load();
+  // Forgotten at once: a late interrupt (slow_interrupt_ms) must not reach a reused pid.
+  const pid_t kernel = kernel_pid_.exchange(-1);
   if (kernel > 0) kill(kernel, SIGKILL);
 }
 

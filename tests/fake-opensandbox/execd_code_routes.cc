@@ -22,13 +22,13 @@
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
 #include "tests/fake-opensandbox/sse_events.h"
+#include "tests/fake-opensandbox/stream_events.h"
 
 namespace fake_opensandbox {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr auto kPingInterval = std::chrono::seconds(3);
 constexpr const char* kJupyterLanguages[] = {"python", "bash", "java", "javascript", "typescript", "go"};
 // The working directory of a context created without one: the code-interpreter image's
 // WORKDIR, where its Jupyter starts.
@@ -218,79 +218,6 @@ void DriveRun(std::shared_ptr<CodeContext> code_context, std::string code,
   events->Close();
 }
 
-struct CodeStream {
-  std::shared_ptr<EventPipe> events;  // null: the context was busy
-  std::string context_id;
-  std::string buffer;
-  bool started = false;
-  SteadyClock::time_point next_ping;
-  int64_t events_left = -1;  // reset_stream_after_events
-};
-
-bool WriteEvents(CodeStream& stream, httplib::DataSink& sink, const std::string& bytes) {
-  if (bytes.empty()) return true;
-  if (stream.events_left < 0) return sink.write(bytes.data(), bytes.size());
-  size_t end = 0;
-  while (stream.events_left > 0) {
-    const size_t next = bytes.find("\n\n", end);
-    if (next == std::string::npos) break;
-    end = next + 2;
-    --stream.events_left;
-  }
-  if (stream.events_left > 0 || end == bytes.size()) {
-    if (!sink.write(bytes.data(), bytes.size())) return false;
-    return stream.events_left > 0;
-  }
-  if (end > 0) sink.write(bytes.data(), end);
-  return false;  // cut the connection without the final chunk
-}
-
-void StreamRun(std::shared_ptr<CodeStream> stream, ExecdContext* context, httplib::Response& res) {
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("Connection", "keep-alive");
-  res.set_header("X-Accel-Buffering", "no");
-  const int64_t reset_after = context->faults->Get().reset_stream_after_events;
-  if (reset_after > 0) stream->events_left = reset_after;
-  ServerClock clock = context->clock;
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream, clock](size_t, httplib::DataSink& sink) {
-        if (!stream->started) {
-          stream->started = true;
-          std::string head;
-          AppendInitEvent(&head, stream->context_id, clock.NowUnixMillis());
-          AppendPingEvent(&head, clock.NowUnixMillis());
-          stream->next_ping = SteadyClock::now() + kPingInterval;
-          if (!stream->events) {
-            // gin appends the error to the open stream: no type, no "\n\n".
-            head += GoErrorBody("RUNTIME_ERROR", "error running codes session is busy");
-            if (!WriteEvents(*stream, sink, head)) return false;
-            sink.done();
-            return true;
-          }
-          return WriteEvents(*stream, sink, head);
-        }
-        switch (stream->events->Read(&stream->buffer, stream->next_ping)) {
-          case EventPipe::ReadResult::kData:
-            return WriteEvents(*stream, sink, stream->buffer);
-          case EventPipe::ReadResult::kTimeout: {
-            std::string ping;
-            AppendPingEvent(&ping, clock.NowUnixMillis());
-            stream->next_ping += kPingInterval;
-            return WriteEvents(*stream, sink, ping);
-          }
-          case EventPipe::ReadResult::kClosed:
-            sink.done();  // right after the terminal event: no grace period for /code
-            return true;
-        }
-        return false;
-      },
-      [stream](bool) {
-        if (stream->events) stream->events->Detach();
-      });
-}
-
 // Jupyter's GET /api/kernelspecs as execd's port proxy reaches it (127.0.0.1:44771 in
 // the code-interpreter image): the kernels the fake can start, behind the image's token.
 // Nothing listens there unless Jupyter runs: execd's proxy then answers 502.
@@ -368,14 +295,16 @@ void HandleRunCode(const httplib::Request& req, httplib::Response& res, ExecdCon
       return;
     }
   }
-  auto stream = std::make_shared<CodeStream>();
-  stream->context_id = target->id;
   bool expected = false;
-  if (target->busy.compare_exchange_strong(expected, true)) {
-    stream->events = std::make_shared<EventPipe>();
-    std::thread(DriveRun, target, code, stream->events, context).detach();
+  if (!target->busy.compare_exchange_strong(expected, true)) {
+    // gin appends the error to the open stream: no type, no "\n\n".
+    StreamEvents(target->id, nullptr, GoErrorBody("RUNTIME_ERROR", "error running codes session is busy"),
+                 nullptr, context, res);
+    return;
   }
-  StreamRun(stream, context, res);
+  auto events = std::make_shared<EventPipe>();
+  std::thread(DriveRun, target, code, events, context).detach();
+  StreamEvents(target->id, events, "", nullptr, context, res);
 }
 
 }  // namespace

@@ -271,6 +271,10 @@ void HandleExecdInterrupt(const httplib::Request& req, httplib::Response& res,
       res.status = 200;
       return;
     case CommandRegistry::InterruptResult::kUnknown:
+      if (DeleteBashSession(context, id)) {
+        res.status = 200;  // a bash session's interrupt closes it
+        return;
+      }
       SendExecdError(res, 500, "RUNTIME_ERROR",
                      "error interruptting code context. no such session");
       return;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "tests/fake-opensandbox/bash_sessions.h"
 #include "tests/fake-opensandbox/code_contexts.h"
 #include "tests/fake-opensandbox/command_registry.h"
 #include "tests/fake-opensandbox/fault_state.h"
@@ -26,6 +27,7 @@ struct ExecdContext {
   SandboxPaths paths;
   CommandRegistry* commands = nullptr;
   CodeContexts* code = nullptr;
+  BashSessions* sessions = nullptr;
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;

@@ -15,11 +15,15 @@ void RegisterDownloadRoute(httplib::Server& server, ExecdContext* context);    /
 void RegisterDirectoryRoutes(httplib::Server& server, ExecdContext* context);  // /directories
 void RegisterMetricsRoutes(httplib::Server& server, ExecdContext* context);    // /metrics
 void RegisterCodeRoutes(httplib::Server& server, ExecdContext* context);       // /code...
+void RegisterSessionRoutes(httplib::Server& server, ExecdContext* context);    // /session...
 
 // DELETE /command?id= and DELETE /code?id=: one interrupt, which looks the id up as a
-// code context, then as a command (execd's order).
+// code context, then as a command, then as a bash session, which it deletes (execd's
+// order).
 void HandleExecdInterrupt(const httplib::Request& req, httplib::Response& res,
                           ExecdContext* context);
+// Deletes a bash session (the interrupt's third lookup); false when there is none.
+bool DeleteBashSession(ExecdContext* context, const std::string& id);
 // SIGINT to a code context's kernel; false when there is no such context.
 bool InterruptCodeContext(ExecdContext* context, const std::string& id);
 // POST /code without a language: the code runs as a foreground command (`bash -c`),

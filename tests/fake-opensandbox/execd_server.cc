@@ -17,6 +17,7 @@ struct ExecdServer::State {
     context.paths = SandboxPaths(host_root);
     context.commands = &commands;
     context.code = &code;
+    context.sessions = &sessions;
     context.faults = options.faults;
     context.stats = options.stats;
     context.staging_dir = options.staging_dir;
@@ -26,6 +27,7 @@ struct ExecdServer::State {
 
   CommandRegistry commands;
   CodeContexts code;
+  BashSessions sessions;
   ExecdContext context{ServerClock(), SandboxPaths("/nonexistent")};
   httplib::Server server;
   std::thread listener;
@@ -116,6 +118,7 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   RegisterDirectoryRoutes(server, &state->context);
   RegisterMetricsRoutes(server, &state->context);
   RegisterCodeRoutes(server, &state->context);
+  RegisterSessionRoutes(server, &state->context);
   RegisterPortProxyRoute(server, &state->context);
 
   state->port = BindWithFullBacklog(server, 0);
@@ -141,6 +144,7 @@ void ExecdServer::Shutdown() {
   state_->commands.SignalAll(SIGCONT);
   state_->commands.SignalAll(SIGKILL);
   state_->code.Shutdown();
+  state_->sessions.DeleteAll();
   state_->server.stop();
   // Joining waits for the open connections (idle keep-alive ones end within the
   // keep-alive timeout), so it happens off the caller's thread.

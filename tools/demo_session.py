@@ -128,6 +128,11 @@ def main():
         s.request("files.read", {"sandbox_id": sid, "path": "/work/hello.txt"})
         s.request("exec.run", {"sandbox_id": sid, "argv": ["cat", "/work/hello.txt"]})
         s.request("sandbox.kill", {"sandbox_id": sid})
+        # A code interpreter keeps its state from run to run (template "code").
+        code = s.request("sandbox.create", {"template": "code", "timeout": 300})
+        s.request("code.run", {"sandbox_id": code["id"], "code": "x = 41\nprint('x is', x)\nx + 1"})
+        s.request("code.run", {"sandbox_id": code["id"], "code": "x * 2"})
+        s.request("sandbox.kill", {"sandbox_id": code["id"]})
         s.request("shutdown")
         s.notify("exit")
         code = s.proc.wait(timeout=5)

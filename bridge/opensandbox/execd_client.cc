@@ -105,18 +105,31 @@ Status ExecdClient::RunCommand(const std::string& body_json, const CancelToken* 
                                int64_t idle_timeout_ms,
                                const std::function<bool(const ExecdEvent&)>& on_event,
                                const std::function<void()>& on_batch) {
-  HttpCall call = Call("POST", "/command");
+  HttpCall call = StreamCall("/command", body_json, idle_timeout_ms);
+  call.drain_ms = kStreamDrainMs;
+  // A command's stream has no place for execd's bare {"code","message"} object.
+  return ReadEventStream(call, cancel, "run command", /*untyped_is_garbage=*/true, on_event, on_batch);
+}
+
+HttpCall ExecdClient::StreamCall(const char* path, const std::string& body_json,
+                                 int64_t idle_timeout_ms) const {
+  HttpCall call = Call("POST", path);
   call.headers.emplace_back("Accept", "text/event-stream");
   call.headers.emplace_back("Content-Type", "application/json");
   call.body = body_json;
   call.idle_timeout_ms = idle_timeout_ms;
-  call.drain_ms = kStreamDrainMs;
+  return call;
+}
 
+Status ExecdClient::ReadEventStream(const HttpCall& call, const CancelToken* cancel, const char* what,
+                                    bool untyped_is_garbage,
+                                    const std::function<bool(const ExecdEvent&)>& on_event,
+                                    const std::function<void()>& on_batch) {
   bool stopped = false;
   std::string garbage;
   ExecdEventParser parser(
       [&](const ExecdEvent& event) {
-        if (event.kind == ExecdEventKind::kUntyped) {
+        if (untyped_is_garbage && event.kind == ExecdEventKind::kUntyped) {
           garbage = event.code + ": " + event.message;
           return false;
         }
@@ -130,22 +143,20 @@ Status ExecdClient::RunCommand(const std::string& body_json, const CancelToken* 
         garbage = std::string(reason) + ": " + std::string(line.substr(0, 80));
         return false;
       });
-
-  auto answer = http_->Stream(call, cancel, "run command", [&](const char* data, size_t size) {
+  auto held_garbage = [&] {
+    return MakeError(ErrorCode::kUpstream, std::string(what) + ": execd's event stream held " + garbage);
+  };
+  auto answer = http_->Stream(call, cancel, what, [&](const char* data, size_t size) {
     const bool go_on = parser.Feed(data, size);
-    on_batch();
+    if (on_batch) on_batch();
     return go_on;
   });
-  if (!garbage.empty()) {
-    return MakeError(ErrorCode::kUpstream, "run command: execd's event stream held " + garbage);
-  }
+  if (!garbage.empty()) return held_garbage();
   if (stopped) return OkStatus();
   if (!answer.ok()) return answer.error();
   parser.Finish();
-  on_batch();
-  if (!garbage.empty()) {
-    return MakeError(ErrorCode::kUpstream, "run command: execd's event stream held " + garbage);
-  }
+  if (on_batch) on_batch();
+  if (!garbage.empty()) return held_garbage();
   return OkStatus();
 }
 

@@ -133,6 +133,16 @@ class ExecdClient {
 
  private:
   HttpCall Call(std::string method, std::string path_and_query) const;
+  // A POST of `body_json` whose answer is an event stream.
+  HttpCall StreamCall(const char* path, const std::string& body_json, int64_t idle_timeout_ms) const;
+  // Sends `call` and parses its event stream to the end into `on_event` (false stops it;
+  // `on_batch`, when set, after each network read's events). Lines that are not events
+  // are E8010, and so is execd's bare {"code","message"} object when
+  // `untyped_is_garbage`; a stream cut short is the transfer's error.
+  Status ReadEventStream(const HttpCall& call, const CancelToken* cancel, const char* what,
+                         bool untyped_is_garbage,
+                         const std::function<bool(const ExecdEvent&)>& on_event,
+                         const std::function<void()>& on_batch);
   HttpCaller* http_;
   ExecdTarget target_;
   int64_t timeout_ms_;

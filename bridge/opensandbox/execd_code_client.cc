@@ -123,39 +123,10 @@ Result<bool> ExecdClient::DeleteCodeContext(const std::string& context_id, const
 Status ExecdClient::RunCode(const std::string& body_json, const CancelToken* cancel,
                             int64_t idle_timeout_ms,
                             const std::function<bool(const ExecdEvent&)>& on_event) {
-  HttpCall call = Call("POST", "/code");
-  call.headers.emplace_back("Accept", "text/event-stream");
-  call.headers.emplace_back("Content-Type", "application/json");
-  call.body = body_json;
-  call.idle_timeout_ms = idle_timeout_ms;
-
-  bool stopped = false;
-  std::string garbage;
-  ExecdEventParser parser(
-      [&](const ExecdEvent& event) {
-        if (!on_event(event)) {
-          stopped = true;
-          return false;
-        }
-        return true;
-      },
-      [&](std::string_view line, std::string_view reason) {
-        garbage = std::string(reason) + ": " + std::string(line.substr(0, 80));
-        return false;
-      });
-  auto answer = http_->Stream(call, cancel, "run code", [&](const char* data, size_t size) {
-    return parser.Feed(data, size);
-  });
-  if (!garbage.empty()) {
-    return MakeError(ErrorCode::kUpstream, "run code: execd's event stream held " + garbage);
-  }
-  if (stopped) return OkStatus();
-  if (!answer.ok()) return answer.error();
-  parser.Finish();
-  if (!garbage.empty()) {
-    return MakeError(ErrorCode::kUpstream, "run code: execd's event stream held " + garbage);
-  }
-  return OkStatus();
+  // The bare {"code","message"} object ends a run's stream when its context is busy:
+  // passed on, for the caller to judge.
+  return ReadEventStream(StreamCall("/code", body_json, idle_timeout_ms), cancel, "run code",
+                         /*untyped_is_garbage=*/false, on_event, nullptr);
 }
 
 Status ExecdClient::InterruptCode(const std::string& context_id, const CancelToken* cancel) {

@@ -1,0 +1,137 @@
+// CodeQueue (bridge/core/code_queue.h): runs of one code context take turns in arrival
+// order; a waiter leaves on its cancel or deadline; a poisoned queue fails everyone; at
+// most kMaxWaiting wait. Threads of its own, no gRPC: ThreadSanitizer judges it
+// (tools/sanitizers).
+#include "bridge/core/code_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bridge/base/time_util.h"
+
+namespace abx::core {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Polls (test only) until `predicate` holds or 5 s pass.
+template <typename Predicate>
+bool Eventually(Predicate predicate) {
+  for (int i = 0; i < 500; ++i) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return predicate();
+}
+
+TEST(CodeQueueTest, RunsTakeTurnsInArrivalOrder) {
+  auto queue = std::make_shared<CodeQueue>();
+  CancelToken first_token;
+  ASSERT_TRUE(queue->Enter(0, &first_token).ok());  // the running one
+  constexpr int kWaiters = 8;
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  std::atomic<int> arrived{0};
+  std::vector<CancelToken> tokens(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    // One at a time, so that arrival order is known.
+    threads.emplace_back([&, i] {
+      ++arrived;
+      ASSERT_TRUE(queue->Enter(0, &tokens[i]).ok());
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(i);
+      }
+      queue->Leave();
+    });
+    ASSERT_TRUE(Eventually([&] { return arrived.load() == i + 1; }));
+    std::this_thread::sleep_for(milliseconds(20));  // let it reach its wait
+  }
+  queue->Leave();
+  for (auto& t : threads) t.join();
+  std::vector<int> expected;
+  for (int i = 0; i < kWaiters; ++i) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+}
+
+TEST(CodeQueueTest, AWaiterLeavesOnCancelAndOnItsDeadline) {
+  auto queue = std::make_shared<CodeQueue>();
+  CancelToken running;
+  ASSERT_TRUE(queue->Enter(0, &running).ok());
+  CancelToken cancelled;
+  Status cancel_status = OkStatus();
+  std::thread waiter([&] { cancel_status = queue->Enter(0, &cancelled); });
+  std::this_thread::sleep_for(milliseconds(50));
+  cancelled.Cancel();
+  waiter.join();
+  ASSERT_FALSE(cancel_status.ok());
+  EXPECT_EQ(cancel_status.error().code, ErrorCode::kCancelled);
+
+  CancelToken timed;
+  const Status late = queue->Enter(NowMillis() + 100, &timed);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code, ErrorCode::kTimeout);
+
+  // A token cancelled before it arrives neither waits nor deadlocks.
+  CancelToken already;
+  already.Cancel();
+  const Status at_once = queue->Enter(0, &already);
+  ASSERT_FALSE(at_once.ok());
+  EXPECT_EQ(at_once.error().code, ErrorCode::kCancelled);
+
+  // The ones that left do not hold up the next.
+  queue->Leave();
+  CancelToken next;
+  EXPECT_TRUE(queue->Enter(NowMillis() + 1000, &next).ok());
+  queue->Leave();
+}
+
+TEST(CodeQueueTest, PoisonFailsTheWaitingAndTheLater) {
+  auto queue = std::make_shared<CodeQueue>();
+  CancelToken running;
+  ASSERT_TRUE(queue->Enter(0, &running).ok());
+  CancelToken waiting_token;
+  Status waiting = OkStatus();
+  std::thread waiter([&] { waiting = queue->Enter(0, &waiting_token); });
+  std::this_thread::sleep_for(milliseconds(50));
+  queue->Poison(MakeError(ErrorCode::kInvalidState, "stuck kernel"));
+  waiter.join();
+  ASSERT_FALSE(waiting.ok());
+  EXPECT_EQ(waiting.error().message, "stuck kernel");
+  queue->Leave();
+  CancelToken later;
+  EXPECT_EQ(queue->Enter(0, &later).error().message, "stuck kernel");
+}
+
+TEST(CodeQueueTest, AtMostSixtyFourWait) {
+  auto queue = std::make_shared<CodeQueue>();
+  CancelToken running;
+  ASSERT_TRUE(queue->Enter(0, &running).ok());
+  std::vector<CancelToken> tokens(CodeQueue::kMaxWaiting + 1);
+  std::vector<std::thread> waiters;
+  std::vector<Status> results(CodeQueue::kMaxWaiting, OkStatus());
+  for (size_t i = 0; i < CodeQueue::kMaxWaiting; ++i) {
+    waiters.emplace_back([&, i] { results[i] = queue->Enter(0, &tokens[i]); });
+  }
+  // The 65th is refused at once, retryably, while 64 wait. (Probing earlier would make a
+  // probe take a place in the line a waiter is about to take.)
+  std::this_thread::sleep_for(milliseconds(500));
+  CancelToken probe;
+  const Status refused = queue->Enter(NowMillis() + 2000, &probe);  // bounded, should it wait
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidState);
+  EXPECT_TRUE(refused.error().retryable);
+  for (auto& token : tokens) token.Cancel();
+  for (auto& t : waiters) t.join();
+  for (const Status& s : results) EXPECT_FALSE(s.ok());
+  queue->Leave();
+}
+
+}  // namespace
+}  // namespace abx::core

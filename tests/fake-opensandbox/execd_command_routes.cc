@@ -14,13 +14,13 @@
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
 #include "tests/fake-opensandbox/sse_events.h"
+#include "tests/fake-opensandbox/stream_events.h"
 
 namespace fake_opensandbox {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kPingInterval = std::chrono::seconds(3);
-constexpr size_t kMaxWriteBytes = 64 << 10;
 
 const char* JsonKind(const rapidjson::Value& v) {
   if (v.IsString()) return "string";
@@ -147,34 +147,6 @@ struct StreamState {
   int64_t events_left = -1;  // reset_stream_after_events fault: events still to send
 };
 
-// Writes `bytes` (whole events) to the sink, honouring the stream-reset fault.
-// Returns false when the stream must end now (client gone or fault fired).
-bool WriteEvents(StreamState& state, httplib::DataSink& sink, const std::string& bytes) {
-  if (bytes.empty()) return true;
-  if (state.events_left < 0) {
-    // Moderate slices: httplib copies each write twice into fresh strings, and big
-    // ones would each cost an mmap and its page faults.
-    for (size_t at = 0; at < bytes.size(); at += kMaxWriteBytes) {
-      size_t n = std::min(kMaxWriteBytes, bytes.size() - at);
-      if (!sink.write(bytes.data() + at, n)) return false;
-    }
-    return true;
-  }
-  size_t end = 0;
-  while (state.events_left > 0) {
-    size_t next = bytes.find("\n\n", end);
-    if (next == std::string::npos) break;
-    end = next + 2;
-    --state.events_left;
-  }
-  if (state.events_left > 0 || end == bytes.size()) {
-    if (!sink.write(bytes.data(), bytes.size())) return false;
-    return state.events_left > 0;
-  }
-  if (end > 0) sink.write(bytes.data(), end);
-  return false;  // cut the connection without the final chunk
-}
-
 // `grace_ms`: how long the stream stays open after the terminal event.
 void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* context,
                    int64_t grace_ms, httplib::Response& res) {
@@ -202,7 +174,7 @@ void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* contex
             state->terminal_seen = true;
           }
           state->next_ping = SteadyClock::now() + kPingInterval;
-          return WriteEvents(*state, sink, head);
+          return WriteEvents(&state->events_left, sink, head);
         }
         if (state->terminal_seen) {
           // execd keeps a command's stream open for its grace period, then closes it.
@@ -212,12 +184,12 @@ void StreamCommand(const std::shared_ptr<Command>& command, ExecdContext* contex
         }
         switch (cmd.events().Read(&state->buffer, state->next_ping)) {
           case EventPipe::ReadResult::kData:
-            return WriteEvents(*state, sink, state->buffer);
+            return WriteEvents(&state->events_left, sink, state->buffer);
           case EventPipe::ReadResult::kTimeout: {
             std::string ping;
             AppendPingEvent(&ping, clock.NowUnixMillis());
             state->next_ping += kPingInterval;
-            return WriteEvents(*state, sink, ping);
+            return WriteEvents(&state->events_left, sink, ping);
           }
           case EventPipe::ReadResult::kClosed:
             state->terminal_seen = true;

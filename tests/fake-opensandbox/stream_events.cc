@@ -1,5 +1,6 @@
 #include "tests/fake-opensandbox/stream_events.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "tests/fake-opensandbox/sse_events.h"
@@ -23,24 +24,38 @@ struct Stream {
 };
 
 bool Write(Stream& stream, httplib::DataSink& sink, const std::string& bytes) {
+  return WriteEvents(&stream.events_left, sink, bytes);
+}
+
+// httplib copies each write twice into fresh strings, and big ones would each cost an
+// mmap and its page faults: moderate slices.
+constexpr size_t kMaxWriteBytes = 64 << 10;
+
+}  // namespace
+
+bool WriteEvents(int64_t* events_left, httplib::DataSink& sink, const std::string& bytes) {
   if (bytes.empty()) return true;
-  if (stream.events_left < 0) return sink.write(bytes.data(), bytes.size());
+  if (*events_left < 0) {
+    for (size_t at = 0; at < bytes.size(); at += kMaxWriteBytes) {
+      const size_t n = std::min(kMaxWriteBytes, bytes.size() - at);
+      if (!sink.write(bytes.data() + at, n)) return false;
+    }
+    return true;
+  }
   size_t end = 0;
-  while (stream.events_left > 0) {
+  while (*events_left > 0) {
     const size_t next = bytes.find("\n\n", end);
     if (next == std::string::npos) break;
     end = next + 2;
-    --stream.events_left;
+    --*events_left;
   }
-  if (stream.events_left > 0 || end == bytes.size()) {
+  if (*events_left > 0 || end == bytes.size()) {
     if (!sink.write(bytes.data(), bytes.size())) return false;
-    return stream.events_left > 0;
+    return *events_left > 0;
   }
   if (end > 0) sink.write(bytes.data(), end);
   return false;  // cut the connection without the final chunk
 }
-
-}  // namespace
 
 void StreamEvents(const std::string& id, std::shared_ptr<EventPipe> events, std::string refusal,
                   std::function<void()> on_client_gone, ExecdContext* context, httplib::Response& res) {

@@ -16,6 +16,12 @@
 
 namespace fake_opensandbox {
 
+// Writes `bytes` (whole events) to the sink, honouring the reset_stream_after_events
+// fault: `*events_left` < 0 means no fault, else the events still to send. False when
+// the stream must end now (the client is gone, or the fault fired: the connection is
+// then cut without the final chunk). Used by every execd event stream.
+bool WriteEvents(int64_t* events_left, httplib::DataSink& sink, const std::string& bytes);
+
 // `events` null: the stream holds init, ping and `refusal` (a bare error object, sent
 // as gin appends it: unframed), then ends. `on_client_gone` (may be null) runs when the
 // client leaves before the stream ended.

@@ -309,19 +309,17 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
     language = found->language;
   } else {
     if (language.empty()) language = "python";
-    {
     Status st = EnsureReady(execd, spec.sandbox_id, language, cancel);
     if (!st.ok()) return st.error();
   }
-  }
   const std::string key = spec.context_id.empty() ? "default:" + language : spec.context_id;
-  std::shared_ptr<CodeQueue> queue = upstream_->code().Queue(spec.sandbox_id, key);
+  std::shared_ptr<RunQueue> queue = upstream_->code().Queue(spec.sandbox_id, key);
   {
     Status st = queue->Enter(deadline, cancel);
     if (!st.ok()) return st.error();
   }
   struct Turn {
-    CodeQueue* queue;
+    RunQueue* queue;
     bool settle = false;
     ~Turn() {
       // An IPython kernel started with stop_on_error (as execd starts every run) aborts

@@ -5,7 +5,7 @@
 //   (a context creation, a run without a context id) is sent before the sandbox's
 //   Jupyter has been seen to list a kernel for the language; a plain image is told
 //   apart at once (its execd has no Jupyter configured);
-// - one run per context at a time, in arrival order, across sessions (code_queue.h),
+// - one run per context at a time, in arrival order, across sessions (run_queue.h),
 //   where execd would refuse the second as busy;
 // - cancel and timeout interrupt the kernel and wait for the run to end, so the context
 //   keeps its state; a kernel that ignores the interrupt for 10 s poisons its context;

@@ -21,10 +21,10 @@ void CodeRegistry::MarkReady(const std::string& sandbox_id, const std::string& l
   ready_.insert(Key(sandbox_id, language));
 }
 
-std::shared_ptr<CodeQueue> CodeRegistry::Queue(const std::string& sandbox_id, const std::string& key) {
+std::shared_ptr<RunQueue> CodeRegistry::Queue(const std::string& sandbox_id, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& queue = queues_[Key(sandbox_id, key)];
-  if (!queue) queue = std::make_shared<CodeQueue>();
+  if (!queue) queue = std::make_shared<RunQueue>("code context", "code.run");
   return queue;
 }
 
@@ -32,7 +32,7 @@ void CodeRegistry::LinkQueue(const std::string& sandbox_id, const std::string& k
                              const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& queue = queues_[Key(sandbox_id, key)];
-  if (!queue) queue = std::make_shared<CodeQueue>();
+  if (!queue) queue = std::make_shared<RunQueue>("code context", "code.run");
   queues_[Key(sandbox_id, id)] = queue;
 }
 
@@ -40,7 +40,7 @@ void CodeRegistry::ForgetQueue(const std::string& sandbox_id, const std::string&
   std::lock_guard<std::mutex> lock(mu_);
   auto it = queues_.find(Key(sandbox_id, key));
   if (it == queues_.end()) return;
-  const std::shared_ptr<CodeQueue> queue = it->second;
+  const std::shared_ptr<RunQueue> queue = it->second;
   for (auto q = queues_.begin(); q != queues_.end();) {
     q = q->second == queue ? queues_.erase(q) : std::next(q);
   }

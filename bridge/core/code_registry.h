@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "bridge/core/code_queue.h"
+#include "bridge/core/run_queue.h"
 
 namespace abx::core {
 
@@ -20,7 +20,7 @@ class CodeRegistry {
   void MarkReady(const std::string& sandbox_id, const std::string& language);
   // The queue of a context (`key`: its id, or "default:<language>" for the language's
   // default context), made on first use.
-  std::shared_ptr<CodeQueue> Queue(const std::string& sandbox_id, const std::string& key);
+  std::shared_ptr<RunQueue> Queue(const std::string& sandbox_id, const std::string& key);
   // The default context of a language has turned out to be context `id`: both keys name
   // one queue from now on, so runs that name it by id wait in the same line.
   void LinkQueue(const std::string& sandbox_id, const std::string& key, const std::string& id);
@@ -32,7 +32,7 @@ class CodeRegistry {
  private:
   mutable std::mutex mu_;
   std::set<std::string> ready_;  // sandbox id + "\n" + language
-  std::map<std::string, std::shared_ptr<CodeQueue>> queues_;  // sandbox id + "\n" + key
+  std::map<std::string, std::shared_ptr<RunQueue>> queues_;  // sandbox id + "\n" + key
 };
 
 }  // namespace abx::core

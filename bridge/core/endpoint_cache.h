@@ -12,6 +12,7 @@
 
 #include "bridge/core/code_registry.h"
 #include "bridge/core/config.h"
+#include "bridge/core/shell_registry.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
@@ -61,6 +62,8 @@ class EndpointCache {
 
   // The code interpreters of this server's sandboxes (bridge/core/code.h).
   CodeRegistry& code() { return code_; }
+  // The shells of this server's sandboxes (bridge/core/shells.h).
+  ShellRegistry& shells() { return shells_; }
 
  private:
   struct CacheEntry {
@@ -79,6 +82,7 @@ class EndpointCache {
   std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
   std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
   CodeRegistry code_;
+  ShellRegistry shells_;
 };
 
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
-#include <random>
 #include <thread>
 
 #include "bridge/base/json.h"
@@ -13,7 +12,9 @@
 #include "bridge/base/time_util.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/random_hex.h"
 #include "bridge/core/shell_quote.h"
+#include "bridge/core/shells.h"
 
 namespace abx::core {
 namespace {
@@ -22,14 +23,6 @@ namespace {
 constexpr int64_t kStreamIdleTimeoutMs = 20000;
 // After a cancel, how long the interrupted stream may take to deliver its end.
 constexpr auto kCancelGrace = std::chrono::seconds(6);
-
-std::string RandomHex(size_t n) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) out += kHex[rng() & 15];
-  return out;
-}
 
 bool ParseUint(const std::string& text, uint32_t* out) {
   if (text.empty() || text.size() > 10) return false;
@@ -111,6 +104,22 @@ Result<ExecSpec> ValidateExec(ExecRequest request) {
     return InvalidParams(request.timeout_field,
                          std::string(request.timeout_field) + " must be positive");
   }
+  if (!request.shell_id.empty()) {
+    const char* refused = !request.env.empty()       ? "env"
+                          : !request.user.empty()    ? "user"
+                          : request.stdin_data       ? "stdin"
+                          : request.detached         ? "detached"
+                                                     : nullptr;
+    if (refused) {
+      Error e = MakeError(ErrorCode::kUnsupported,
+                          std::string(refused) + " cannot be used with shell_id: a shell runs its commands "
+                                                 "as its own user, with its own environment and no stdin, "
+                                                 "attached");
+      e.field = refused;
+      return e;
+    }
+  }
+  spec.shell_id = std::move(request.shell_id);
   spec.sandbox_id = std::move(request.sandbox_id);
   spec.env = std::move(request.env);
   spec.cwd = std::move(request.cwd);
@@ -151,6 +160,7 @@ Result<std::pair<uint32_t, std::optional<uint32_t>>> Exec::ResolveUser(opensandb
 }
 
 Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
+  if (!spec.shell_id.empty()) return Shells(core_, upstream_, config_).Run(spec, cancel, sink);
   auto execd = upstream_->Execd(spec.sandbox_id, *config_, cancel);
   if (!execd.ok()) return execd.error();
 

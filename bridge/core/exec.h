@@ -30,6 +30,7 @@ struct ExecSpec {
   std::optional<std::string> stdin_data;
   std::optional<double> timeout_s;
   bool detached = false;
+  std::string shell_id;  // non-empty: run in that shell (bridge/core/shells.h)
 };
 
 // A command request as a front door read it (EPP params or a typed request), before the
@@ -45,11 +46,13 @@ struct ExecRequest {
   std::optional<double> timeout_s;
   const char* timeout_field = "timeout";  // the request's name for it, for errors
   bool detached = false;
+  std::string shell_id;
 };
 
 // The one validation of a command request: a sandbox id, exactly one of a non-empty argv
 // without NUL characters (quoted into a shell string, shell_quote.h) or a command that is
-// not blank, a positive timeout. A failure is -32602 naming the field.
+// not blank, a positive timeout. A failure is -32602 naming the field. With a shell_id,
+// env, user, stdin and detached are E8004 naming the option: a shell cannot honour them.
 Result<ExecSpec> ValidateExec(ExecRequest request);
 
 struct ExecExit {
@@ -92,7 +95,8 @@ class Exec {
 
   // Starts the command and, unless detached, follows it to its end. An error return
   // means it never started (OnStarted was not called); after OnStarted every outcome,
-  // broken streams included, arrives through OnExit.
+  // broken streams included, arrives through OnExit. A command with a shell_id runs in
+  // that shell (Shells::Run).
   Status Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink);
 
   // Background command output from byte `cursor` (exec.logs).

@@ -3,7 +3,8 @@
 // `ps` run in the sandbox, signals to a pid from `kill`, and an execd command id can
 // only be interrupted (execd's DELETE /command: SIGTERM, then SIGKILL after 3 s).
 // Commands this bridge starts carry ABX_EXEC_TAG in their environment, which is how a
-// listed process is matched to its exec_id.
+// listed process is matched to its exec_id. A shell command's exec_id is the bridge's
+// own (shells.h), and the bridge ends it itself.
 
 #include <optional>
 #include <string>

@@ -129,6 +129,19 @@ class ExecdClient {
   // DELETE /code?id=: interrupts the context's kernel; execd answers at once.
   Status InterruptCode(const std::string& context_id, const CancelToken* cancel);
 
+  // Bash sessions, the provider's shells (docs/opensandbox.md §2.9, §2.15;
+  // execd_session_client.cc). A missing route (or execd 1.0.8's request shape) is E8007
+  // saying execd is too old; an unknown session on a run is E8005.
+  Result<std::string> CreateSession(const std::string& cwd, const CancelToken* cancel);
+  // POST /session/{id}/run (body: SessionRunBody) and read its event stream as
+  // RunCommand does, passing on execd's bare {"code","message"} object (kind kUntyped).
+  Status RunInSession(const std::string& session_id, const std::string& body_json,
+                      const CancelToken* cancel, int64_t idle_timeout_ms,
+                      const std::function<bool(const ExecdEvent&)>& on_event,
+                      const std::function<void()>& on_batch);
+  // false when execd does not know the session (404).
+  Result<bool> DeleteSession(const std::string& session_id, const CancelToken* cancel);
+
   const ExecdTarget& target() const { return target_; }
 
  private:
@@ -147,6 +160,11 @@ class ExecdClient {
   ExecdTarget target_;
   int64_t timeout_ms_;
 };
+
+// The POST /session/{id}/run body. No `timeout`: the bridge keeps a shell command's
+// timeout itself (execd's would kill bash but not its children); no `cwd`: the command
+// changes directory itself (bridge/core/shell_script.h).
+std::string SessionRunBody(const std::string& command);
 
 // Decoders exposed for tests and fuzzers.
 Result<FileInfo> DecodeFileInfo(const rapidjson::Value& value);

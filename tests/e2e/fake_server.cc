@@ -234,6 +234,7 @@ std::optional<FakeStats> FakeServer::Stats(std::string* error) {
   stats.server_proxy_upstream_connections = GetInt(doc, "server_proxy_upstream_connections", 0);
   stats.code_runs_active = GetInt(doc, "code_runs_active", 0);
   stats.kernels_alive = GetInt(doc, "kernels_alive", 0);
+  stats.session_runs_active = GetInt(doc, "session_runs_active", 0);
   return stats;
 }
 

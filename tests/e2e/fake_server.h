@@ -27,6 +27,7 @@ struct FakeStats {
   int64_t server_proxy_upstream_connections = 0;
   int64_t code_runs_active = 0;  // /code runs whose kernel still works
   int64_t kernels_alive = 0;
+  int64_t session_runs_active = 0;  // bash session runs whose output pipe is still open
   int64_t auth_rejected = 0;  // lifecycle requests refused for a missing or wrong key
 };
 

@@ -39,7 +39,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
-  EXPECT_EQ(partial->MemberCount(), 2u) << response->raw;
+  EXPECT_EQ(partial->MemberCount(), 3u) << response->raw;
   // The key holds a dot, so it is looked up directly rather than by dotted path.
   auto note = partial->FindMember("process.manage");
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;
@@ -50,8 +50,11 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   ASSERT_NE(code, partial->MemberEnd()) << response->raw;
   EXPECT_STREQ(code->value.GetString(),
                "only the last expression's value is passed on, not display() output; input() is unavailable");
+  auto shell = partial->FindMember("exec.shell");
+  ASSERT_NE(shell, partial->MemberEnd()) << response->raw;
+  EXPECT_STREQ(shell->value.GetString(), "stderr arrives as stdout; blank lines are dropped");
   EXPECT_THAT(GetStrings(result, "extensions"),
-              UnorderedElementsAre("exec.detached", "files.search", "files.chmod", "sandbox.metrics"))
+              UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod", "sandbox.metrics"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;

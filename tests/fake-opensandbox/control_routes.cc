@@ -35,6 +35,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Int64(ctx->stats->code_runs_active.load());
     w.Key("kernels_alive");
     w.Int64(ctx->stats->kernels_alive.load());
+    w.Key("session_runs_active");
+    w.Int64(ctx->stats->session_runs_active.load());
     w.EndObject();
     SendJson(res, 200, buffer.GetString());
   });

@@ -9,6 +9,7 @@
 #include "tests/fake-opensandbox/bash_sessions.h"
 #include "tests/fake-opensandbox/code_contexts.h"
 #include "tests/fake-opensandbox/command_registry.h"
+#include "tests/fake-opensandbox/fake_config.h"
 #include "tests/fake-opensandbox/fault_state.h"
 #include "tests/fake-opensandbox/sandbox_gate.h"
 #include "tests/fake-opensandbox/sandbox_paths.h"
@@ -28,6 +29,7 @@ struct ExecdContext {
   CommandRegistry* commands = nullptr;
   CodeContexts* code = nullptr;
   BashSessions* sessions = nullptr;
+  SessionApi session_api = SessionApi::kCommand;
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;

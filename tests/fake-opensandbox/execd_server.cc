@@ -18,6 +18,7 @@ struct ExecdServer::State {
     context.commands = &commands;
     context.code = &code;
     context.sessions = &sessions;
+    context.session_api = options.session_api;
     context.faults = options.faults;
     context.stats = options.stats;
     context.staging_dir = options.staging_dir;

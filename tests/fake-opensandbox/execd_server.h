@@ -33,6 +33,7 @@ struct ExecdServerOptions {
   std::string log_dir;            // background command logs
   std::string staging_dir;        // upload temp files
   JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
+  SessionApi session_api = SessionApi::kCommand;
 };
 
 class ExecdServer {

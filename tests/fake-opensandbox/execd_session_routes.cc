@@ -76,6 +76,11 @@ void DriveSessionRun(std::shared_ptr<BashSession> session, RunRequest run, std::
                      std::shared_ptr<std::atomic<pid_t>> bash_pid, ExecdContext* context) {
   const ServerClock clock = context->clock;
   const auto started = SteadyClock::now();
+  ++context->stats->session_runs_active;
+  struct Counted {
+    ServerStats* stats;
+    ~Counted() { --stats->session_runs_active; }
+  } counted{context->stats.get()};
   SpawnOptions options;
   options.command = SessionScript(run.command);
   std::string cwd;
@@ -239,16 +244,19 @@ void HandleRun(const httplib::Request& req, httplib::Response& res, ExecdContext
     return;
   }
   RunRequest run;
-  auto command = doc.FindMember("command");
+  const bool v108 = context->session_api == SessionApi::kCode;
+  auto command = doc.FindMember(v108 ? "code" : "command");
   if (command != doc.MemberEnd() && command->value.IsString()) run.command = command->value.GetString();
   auto cwd = doc.FindMember("cwd");
   if (cwd != doc.MemberEnd() && cwd->value.IsString()) run.cwd = cwd->value.GetString();
-  auto timeout = doc.FindMember("timeout");
+  auto timeout = doc.FindMember(v108 ? "timeout_ms" : "timeout");
   if (timeout != doc.MemberEnd() && timeout->value.IsInt64()) run.timeout_ms = timeout->value.GetInt64();
   if (run.command.empty()) {
     SendExecdError(res, 400, "INVALID_REQUEST_BODY",
-                   "invalid request. Key: 'RunInSessionRequest.Command' Error:Field validation for 'Command' "
-                   "failed on the 'required' tag");
+                   v108 ? "invalid request. Key: 'RunInSessionRequest.Code' Error:Field validation for 'Code' "
+                          "failed on the 'required' tag"
+                        : "invalid request. Key: 'RunInSessionRequest.Command' Error:Field validation for "
+                          "'Command' failed on the 'required' tag");
     return;
   }
   if (run.timeout_ms < 0) {
@@ -295,6 +303,7 @@ bool DeleteBashSession(ExecdContext* context, const std::string& id) {
 }
 
 void RegisterSessionRoutes(httplib::Server& server, ExecdContext* context) {
+  if (context->session_api == SessionApi::kNone) return;  // gin's plain 404 answers
   const std::string p = kExecdRoutePrefix;
   server.Post(p + "/session", [context](const httplib::Request& req, httplib::Response& res) {
     HandleCreate(req, res, context);

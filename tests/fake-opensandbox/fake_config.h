@@ -8,6 +8,10 @@
 
 namespace fake_opensandbox {
 
+// execd's bash sessions by version: none before 1.0.8; 1.0.8's run request named the
+// script `code` (and its timeout `timeout_ms`); `command` and `timeout` from 1.0.9.
+enum class SessionApi { kNone, kCode, kCommand };
+
 enum class Runtime { kDocker, kKubernetes };
 
 struct FakeConfig {
@@ -31,5 +35,7 @@ struct FakeConfig {
 
 // execd >= 1.0.17 sends blank lines as "\n"; older versions drop them.
 bool ExecdKeepsBlankLines(const std::string& version);
+// Which bash-session API an execd version serves (docs/opensandbox.md §2.15).
+SessionApi ExecdSessionApi(const std::string& version);
 
 }  // namespace fake_opensandbox

@@ -39,6 +39,13 @@ bool ExecdKeepsBlankLines(const std::string& version) {
   return VersionParts(version) >= std::vector<int>{1, 0, 17};
 }
 
+SessionApi ExecdSessionApi(const std::string& version) {
+  const std::vector<int> parts = VersionParts(version);
+  if (parts >= std::vector<int>{1, 0, 9}) return SessionApi::kCommand;
+  if (parts >= std::vector<int>{1, 0, 8}) return SessionApi::kCode;
+  return SessionApi::kNone;
+}
+
 std::string HelpText() {
   return R"(fake-opensandbox: a test double and dev server for the OpenSandbox lifecycle API
 and execd. It has NO isolation: every "sandbox" is a directory on this host, and
@@ -54,7 +61,8 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --api-key KEY            require OPEN-SANDBOX-API-KEY: KEY (default: no auth);
                            repeat to accept several keys
   --execd-version V        execd line framing: 1.0.19 (default) sends blank lines as
-                           "\n"; 1.0.16 or older drops them
+                           "\n"; 1.0.16 or older drops them. Bash sessions: none
+                           before 1.0.8; 1.0.8's run request takes `code`
   --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
   --runtime docker|kubernetes
                            pause/resume and error-code flavour (default docker)

@@ -21,6 +21,9 @@ struct ServerStats {
   // one), and live kernels, across every sandbox.
   std::atomic<int64_t> code_runs_active{0};
   std::atomic<int64_t> kernels_alive{0};
+  // Bash session runs whose output pipe is still open: a run ends only once every
+  // process that holds it (bash and what bash started) has exited, as upstream's does.
+  std::atomic<int64_t> session_runs_active{0};
 };
 
 }  // namespace fake_opensandbox

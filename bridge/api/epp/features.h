@@ -12,8 +12,8 @@ inline constexpr const char* kFeatures[] = {
     "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",       "exec.stream",
     "process.manage",    "files.rw",        "ports.url",     "sessions",       "code.interpret",
 };
-inline constexpr const char* kExtensions[] = {"exec.detached", "files.search", "files.chmod",
-                                              "sandbox.metrics"};
+inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell", "files.search",
+                                              "files.chmod", "sandbox.metrics"};
 struct Partial {
   const char* feature;
   const char* note;
@@ -22,6 +22,7 @@ inline constexpr Partial kPartial[] = {
     {"process.manage", "process.stdin is E8004; an execd command id accepts only SIGKILL"},
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
+    {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},
 };
 
 // The "partial" object of initialize and provider.info.

@@ -38,6 +38,8 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"code.context.list", CodeContextList},
     {"code.context.delete", CodeContextDelete},
     {"code.run", CodeRun},
+    {"shell.create", ShellCreate},
+    {"shell.close", ShellClose},
     {"provider.info", ProviderInfo},
     {"provider.doctor", ProviderDoctor},
 };

@@ -57,6 +57,8 @@ Result<std::string> CodeContextCreate(Request&);
 Result<std::string> CodeContextList(Request&);
 Result<std::string> CodeContextDelete(Request&);
 Result<std::string> CodeRun(Request&);
+Result<std::string> ShellCreate(Request&);
+Result<std::string> ShellClose(Request&);
 Result<std::string> ProviderInfo(Request&);
 Result<std::string> ProviderDoctor(Request&);
 

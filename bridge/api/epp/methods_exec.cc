@@ -1,4 +1,4 @@
-// exec.run, exec.stream, exec.detached; exec.logs.
+// exec.run, exec.stream, exec.detached, commands of exec.shell; exec.logs.
 #include <atomic>
 
 #include "bridge/api/epp/jsonrpc.h"
@@ -43,6 +43,9 @@ Result<core::ExecSpec> ReadSpec(Request& req, bool allow_detached) {
     return InvalidParams("detached", "exec.run does not take detached; use exec.start");
   }
   request.detached = detached.value_or(false);
+  ABX_ASSIGN_OR_RETURN(auto shell_id, p.String("shell_id"));
+  if (shell_id && shell_id->empty()) return InvalidParams("shell_id", "shell_id must not be empty");
+  request.shell_id = shell_id.value_or("");
   return core::ValidateExec(std::move(request));
 }
 

@@ -12,6 +12,7 @@
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/code.h"
+#include "bridge/core/shells.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -264,15 +265,16 @@ void Session::Dispatch(std::string id_json, std::string method,
 
 void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }
 
-void Session::ReleaseOwnedContexts() {
-  std::vector<std::pair<std::string, std::string>> owned;
+void Session::ReleaseOwned() {
+  std::vector<std::pair<std::string, std::string>> contexts, shells;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    owned.swap(owned_contexts_);
+    contexts.swap(owned_contexts_);
+    shells.swap(owned_shells_);
   }
-  if (owned.empty() || !upstream_) return;
+  if (!upstream_) return;
   core::CodeInterpreter code(upstream_.get(), &config_);
-  for (const auto& [sandbox_id, context_id] : owned) {
+  for (const auto& [sandbox_id, context_id] : contexts) {
     CancelToken uncancellable;  // bounded by request_timeout
     auto deleted = code.DeleteContext(sandbox_id, context_id, &uncancellable);
     if (!deleted.ok()) {
@@ -280,11 +282,25 @@ void Session::ReleaseOwnedContexts() {
                 {{"sandbox_id", sandbox_id}, {"context_id", context_id}, {"error", deleted.error().message}});
     }
   }
+  core::Shells shell_api(core_, upstream_.get(), &config_);
+  for (const auto& [sandbox_id, shell_id] : shells) {
+    CancelToken uncancellable;  // bounded by request_timeout
+    auto closed = shell_api.Close(sandbox_id, shell_id, &uncancellable);
+    if (!closed.ok()) {
+      log::Warn("shell.cleanup_failed",
+                {{"sandbox_id", sandbox_id}, {"shell_id", shell_id}, {"error", closed.error().message}});
+    }
+  }
 }
 
 void Session::OwnCodeContext(const std::string& sandbox_id, const std::string& context_id) {
   std::lock_guard<std::mutex> lock(mu_);
   owned_contexts_.emplace_back(sandbox_id, context_id);
+}
+
+void Session::OwnShell(const std::string& sandbox_id, const std::string& shell_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owned_shells_.emplace_back(sandbox_id, shell_id);
 }
 
 void Session::OnHostGone() { CancelWhere(/*attached_only=*/false); }

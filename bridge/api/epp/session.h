@@ -109,11 +109,12 @@ class Session {
   void OnEndOfInput();
   // The shim itself went away (or `exit`): cancel everything in flight.
   void OnHostGone();
-  // A code context made with keep: false: it goes with the session.
+  // A code context or shell made with keep: false: it goes with the session.
   void OwnCodeContext(const std::string& sandbox_id, const std::string& context_id);
-  // Deletes them (docs/epp1.md §3: at the end of input, whichever way the session ends);
+  void OwnShell(const std::string& sandbox_id, const std::string& shell_id);
+  // Deletes them (docs/epp1.md §2: at the end of input, whichever way the session ends);
   // called once no handler runs. Blocks for the execd calls.
-  void ReleaseOwnedContexts();
+  void ReleaseOwned();
   // Blocks until no handler runs.
   void WaitIdle();
   // The same, for at most `timeout`; false when handlers still run.
@@ -151,6 +152,7 @@ class Session {
   std::map<std::string, std::shared_ptr<Request>> in_flight_;  // by id JSON
   int running_ = 0;  // requests whose handler has not returned
   std::vector<std::pair<std::string, std::string>> owned_contexts_;  // sandbox, context
+  std::vector<std::pair<std::string, std::string>> owned_shells_;    // sandbox, shell
 };
 
 }  // namespace abx::epp

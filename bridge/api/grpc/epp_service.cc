@@ -140,7 +140,7 @@ grpc::Status SessionReactor::Serve() {
     }
     session.WaitIdle();
     // Every handler has returned, so no code context made by this session is missed.
-    session.ReleaseOwnedContexts();
+    session.ReleaseOwned();
     Track(nullptr);
   }
   if (protocol_error.empty()) {

@@ -89,5 +89,34 @@ TEST(ValidateExecTest, ATimeoutMustBePositiveAndIsNamedAsTheRequestNamesIt) {
   EXPECT_EQ(result.error().message, "timeout_seconds must be positive");
 }
 
+TEST(ValidateExecTest, AShellRefusesWhatItCannotHonourNamingTheOption) {
+  ExecRequest plain = Command("pwd");
+  plain.shell_id = "s1";
+  plain.cwd = "/tmp";
+  plain.timeout_s = 5;
+  auto ok = ValidateExec(plain);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->shell_id, "s1");
+  EXPECT_EQ(ok->cwd, "/tmp");
+
+  const char* fields[] = {"env", "user", "stdin", "detached"};
+  for (const char* field : fields) {
+    ExecRequest request = Command("pwd");
+    request.shell_id = "s1";
+    if (std::string(field) == "env") request.env = {{"A", "1"}};
+    if (std::string(field) == "user") request.user = "root";
+    if (std::string(field) == "stdin") request.stdin_data = "";
+    if (std::string(field) == "detached") request.detached = true;
+    auto refused = ValidateExec(request);
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_EQ(refused.error().code, ErrorCode::kUnsupported) << field;
+    EXPECT_EQ(refused.error().field, field);
+    EXPECT_NE(refused.error().message.find(field), std::string::npos) << refused.error().message;
+    // Without a shell the same request is fine.
+    request.shell_id.clear();
+    EXPECT_TRUE(ValidateExec(request).ok()) << field;
+  }
+}
+
 }  // namespace
 }  // namespace abx::core

@@ -1,4 +1,4 @@
-#include "bridge/core/code_queue.h"
+#include "bridge/core/run_queue.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,10 +7,10 @@
 
 namespace abx::core {
 
-Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
+Status RunQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
   // A cancel wakes every waiter of this queue; each then looks at its own token.
   // Registered before mu_ is taken: on a token already cancelled the hook runs at once.
-  std::weak_ptr<CodeQueue> self = weak_from_this();
+  std::weak_ptr<RunQueue> self = weak_from_this();
   cancel->OnCancel([self] {
     if (auto queue = self.lock()) {
       std::lock_guard<std::mutex> wake(queue->mu_);
@@ -21,7 +21,7 @@ Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
   if (poison_) return *poison_;
   if (waiting_.size() >= kMaxWaiting) {
     Error full = MakeError(ErrorCode::kInvalidState,
-                           "this code context already has 64 runs waiting; try again later");
+                           std::string("this ") + holder_ + " already has 64 runs waiting; try again later");
     full.retryable = true;
     return full;
   }
@@ -38,13 +38,13 @@ Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
     }
     if (cancel->cancelled()) {
       leave_line();
-      return MakeError(ErrorCode::kCancelled, "code.run was cancelled while it waited for its turn");
+      return MakeError(ErrorCode::kCancelled, std::string(run_) + " was cancelled while it waited for its turn");
     }
     const int64_t left = deadline_ms > 0 ? deadline_ms - NowMillis() : 1;
     if (left <= 0) {
       leave_line();
       return MakeError(ErrorCode::kTimeout,
-                       "code.run timed out before its turn came (its timeout counts from arrival)");
+                       std::string(run_) + " timed out before its turn came (its timeout counts from arrival)");
     }
     if (!running_ && waiting_.front() == ticket) break;
     if (deadline_ms > 0) {
@@ -58,13 +58,13 @@ Status CodeQueue::Enter(int64_t deadline_ms, CancelToken* cancel) {
   return OkStatus();
 }
 
-void CodeQueue::Leave() {
+void RunQueue::Leave() {
   std::lock_guard<std::mutex> lock(mu_);
   running_ = false;
   turn_.notify_all();
 }
 
-void CodeQueue::Poison(Error why) {
+void RunQueue::Poison(Error why) {
   std::lock_guard<std::mutex> lock(mu_);
   poison_ = std::move(why);
   turn_.notify_all();

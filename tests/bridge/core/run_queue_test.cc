@@ -1,8 +1,8 @@
-// CodeQueue (bridge/core/code_queue.h): runs of one code context take turns in arrival
+// RunQueue (bridge/core/run_queue.h): runs of one code context take turns in arrival
 // order; a waiter leaves on its cancel or deadline; a poisoned queue fails everyone; at
 // most kMaxWaiting wait. Threads of its own, no gRPC: ThreadSanitizer judges it
 // (tools/sanitizers).
-#include "bridge/core/code_queue.h"
+#include "bridge/core/run_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -29,8 +29,8 @@ bool Eventually(Predicate predicate) {
   return predicate();
 }
 
-TEST(CodeQueueTest, RunsTakeTurnsInArrivalOrder) {
-  auto queue = std::make_shared<CodeQueue>();
+TEST(RunQueueTest, RunsTakeTurnsInArrivalOrder) {
+  auto queue = std::make_shared<RunQueue>("code context", "code.run");
   CancelToken first_token;
   ASSERT_TRUE(queue->Enter(0, &first_token).ok());  // the running one
   constexpr int kWaiters = 8;
@@ -60,8 +60,8 @@ TEST(CodeQueueTest, RunsTakeTurnsInArrivalOrder) {
   EXPECT_EQ(order, expected);
 }
 
-TEST(CodeQueueTest, AWaiterLeavesOnCancelAndOnItsDeadline) {
-  auto queue = std::make_shared<CodeQueue>();
+TEST(RunQueueTest, AWaiterLeavesOnCancelAndOnItsDeadline) {
+  auto queue = std::make_shared<RunQueue>("code context", "code.run");
   CancelToken running;
   ASSERT_TRUE(queue->Enter(0, &running).ok());
   CancelToken cancelled;
@@ -92,8 +92,8 @@ TEST(CodeQueueTest, AWaiterLeavesOnCancelAndOnItsDeadline) {
   queue->Leave();
 }
 
-TEST(CodeQueueTest, PoisonFailsTheWaitingAndTheLater) {
-  auto queue = std::make_shared<CodeQueue>();
+TEST(RunQueueTest, PoisonFailsTheWaitingAndTheLater) {
+  auto queue = std::make_shared<RunQueue>("code context", "code.run");
   CancelToken running;
   ASSERT_TRUE(queue->Enter(0, &running).ok());
   CancelToken waiting_token;
@@ -109,14 +109,14 @@ TEST(CodeQueueTest, PoisonFailsTheWaitingAndTheLater) {
   EXPECT_EQ(queue->Enter(0, &later).error().message, "stuck kernel");
 }
 
-TEST(CodeQueueTest, AtMostSixtyFourWait) {
-  auto queue = std::make_shared<CodeQueue>();
+TEST(RunQueueTest, AtMostSixtyFourWait) {
+  auto queue = std::make_shared<RunQueue>("code context", "code.run");
   CancelToken running;
   ASSERT_TRUE(queue->Enter(0, &running).ok());
-  std::vector<CancelToken> tokens(CodeQueue::kMaxWaiting + 1);
+  std::vector<CancelToken> tokens(RunQueue::kMaxWaiting + 1);
   std::vector<std::thread> waiters;
-  std::vector<Status> results(CodeQueue::kMaxWaiting, OkStatus());
-  for (size_t i = 0; i < CodeQueue::kMaxWaiting; ++i) {
+  std::vector<Status> results(RunQueue::kMaxWaiting, OkStatus());
+  for (size_t i = 0; i < RunQueue::kMaxWaiting; ++i) {
     waiters.emplace_back([&, i] { results[i] = queue->Enter(0, &tokens[i]); });
   }
   // The 65th is refused at once, retryably, while 64 wait. (Probing earlier would make a

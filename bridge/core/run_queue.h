@@ -1,8 +1,10 @@
 #pragma once
-// The runs of one code context, one at a time in arrival order (docs/epp1.md §3,
-// code.interpret): execd refuses a second run on a busy context, so the bridge queues
-// them, across every session that reaches the context. Waiting is bounded by the run's
-// own deadline and its cancellation; nothing polls.
+// The runs of one code context or one shell, one at a time in arrival order
+// (docs/epp1.md §3, code.interpret and exec.shell): execd refuses a second run on a busy
+// context, and would run two commands of a shell at once and let the last decide the
+// shell's state, so the bridge queues them, across every session that reaches the
+// context or shell. Waiting is bounded by the run's own deadline and its cancellation;
+// nothing polls.
 
 #include <condition_variable>
 #include <cstdint>
@@ -10,15 +12,20 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 
 namespace abx::core {
 
-class CodeQueue : public std::enable_shared_from_this<CodeQueue> {
+class RunQueue : public std::enable_shared_from_this<RunQueue> {
  public:
   static constexpr size_t kMaxWaiting = 64;
+
+  // For the errors: `holder` is what the runs belong to ("code context", "shell"),
+  // `run` the method that waits ("code.run", "the shell command").
+  RunQueue(const char* holder, const char* run) : holder_(holder), run_(run) {}
 
   // Waits for this run's turn. E8007 (retryable) when kMaxWaiting already wait, E8006
   // once `deadline_ms` (NowMillis; 0 = none) passes, E8009 on cancel, and the poison
@@ -26,11 +33,13 @@ class CodeQueue : public std::enable_shared_from_this<CodeQueue> {
   Status Enter(int64_t deadline_ms, CancelToken* cancel);
   // The run that entered is over; the next may start.
   void Leave();
-  // The running run's kernel ignores interrupts: it and every run that waits or comes
+  // The running run's kernel ignores interrupts (code contexts only): it and every run that waits or comes
   // later fail with `why`, until the context is deleted.
   void Poison(Error why);
 
  private:
+  const char* const holder_;
+  const char* const run_;
   std::mutex mu_;
   std::condition_variable turn_;
   std::deque<uint64_t> waiting_;  // tickets, oldest first

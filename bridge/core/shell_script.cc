@@ -1,0 +1,65 @@
+#include "bridge/core/shell_script.h"
+
+#include "bridge/core/shell_quote.h"
+
+namespace abx::core {
+namespace {
+
+constexpr char kHeaderPrefix[] = "__ABX_SHELL_RUN__:";
+
+bool AllDigits(const std::string& text) {
+  if (text.empty() || text.size() > 20) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ShellRunScript(const std::string& tag, const std::string& command, const std::string& cwd) {
+  std::string script =
+      "{ read -r -a __abx_stat < /proc/$$/stat; } 2>/dev/null\n"
+      "printf '" + std::string(kHeaderPrefix) + "%s:%s\\n' \"$$\" \"${__abx_stat[21]}\"\n"
+      "unset __abx_stat\n"
+      "export ABX_EXEC_TAG=" + tag + "\n";
+  if (!cwd.empty()) script += "cd -- " + ShellQuote(cwd) + " && ";
+  script += "eval " + ShellQuote(command) + "\n";
+  // `$?` of the command survives the clean-up: execd reads it right after.
+  script += "__abx_rc=$?\nunset ABX_EXEC_TAG\n(exit \"$__abx_rc\")";
+  return script;
+}
+
+std::optional<ShellRunHeader> ParseShellRunHeader(const std::string& line) {
+  const size_t prefix = sizeof(kHeaderPrefix) - 1;
+  if (line.compare(0, prefix, kHeaderPrefix) != 0) return std::nullopt;
+  const size_t colon = line.find(':', prefix);
+  if (colon == std::string::npos) return std::nullopt;
+  ShellRunHeader header;
+  const std::string pid = line.substr(prefix, colon - prefix);
+  header.start_time = line.substr(colon + 1);
+  if (!AllDigits(pid) || (!header.start_time.empty() && !AllDigits(header.start_time))) return std::nullopt;
+  header.pid = std::stoll(pid);
+  if (header.pid <= 1) return std::nullopt;
+  return header;
+}
+
+std::string KillShellRunScript(const std::optional<ShellRunHeader>& header, const std::string& tag) {
+  std::string script;
+  if (header && !header->start_time.empty()) {
+    const std::string pid = std::to_string(header->pid);
+    script += "if { read -r -a s < /proc/" + pid + "/stat; } 2>/dev/null && [[ ${s[21]} == " +
+              header->start_time + " ]]; then kill -KILL " + pid + " 2>/dev/null; fi; ";
+  }
+  // bash builtins only, as process.list's listing (processes.cc): slim images lack ps.
+  script +=
+      "for round in {1..40}; do found=0; "
+      "for d in /proc/[0-9]*; do p=${d#/proc/}; [[ $p == $$ ]] && continue; "
+      "envs=(); mapfile -d '' -t envs 2>/dev/null < \"$d/environ\" || continue; "
+      "for e in \"${envs[@]}\"; do [[ $e == ABX_EXEC_TAG=" + tag + " ]] && "
+      "{ kill -KILL \"$p\" 2>/dev/null && found=1; break; }; done; done; "
+      "(( found )) || break; sleep 0.05 2>/dev/null; done; true";
+  return script;
+}
+
+}  // namespace abx::core

@@ -1,0 +1,43 @@
+#pragma once
+// What the bridge wraps around a command it runs in a shell (an execd bash session,
+// docs/opensandbox.md §2.15), and the command that ends such a run (docs/mapping.md,
+// "Shells").
+//
+// execd runs each command of a session as a fresh bash that restores the saved exported
+// variables and directory, runs the command, and saves them again. Its only ways to stop
+// a run are deleting the whole session or killing bash (on timeout or when the client
+// leaves), and neither reaches the processes bash started. So the wrapper:
+// - prints one header line first, `__ABX_SHELL_RUN__:<pid>:<start time>`, naming the
+//   run's bash (its pid and its start time from /proc, so a reused pid is never taken
+//   for it); the bridge reads it and never passes it on;
+// - exports ABX_EXEC_TAG=<tag> before the command, so every process the command starts
+//   carries the tag in its environment (process.list names them by exec_id as it does
+//   for every command), and unsets it again after the command, so the tag never
+//   reaches the state execd saves;
+// - runs the command through `eval`, in that same bash, so its `cd` and `export` stay;
+//   a syntax error in it is an error of that command, not of the wrapper.
+// Ending a run is then: kill that bash, then every process with the tag.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace abx::core {
+
+// The script to send for `command` (with `cwd` non-empty: a `cd` to it first, which
+// the shell keeps, as the contract asks; a missing directory is that command's error).
+std::string ShellRunScript(const std::string& tag, const std::string& command, const std::string& cwd);
+
+// The run's bash, from the header line; nullopt when `line` is not the header.
+struct ShellRunHeader {
+  int64_t pid = 0;
+  std::string start_time;  // /proc/<pid>/stat field 22; empty when /proc was unreadable
+};
+std::optional<ShellRunHeader> ParseShellRunHeader(const std::string& line);
+
+// A script for execd's /command that kills the run's bash (only if its pid still names
+// the process that printed the header) and then every process tagged `tag`, again until
+// none is left (a dying parent may fork once more), at most 40 rounds.
+std::string KillShellRunScript(const std::optional<ShellRunHeader>& header, const std::string& tag);
+
+}  // namespace abx::core

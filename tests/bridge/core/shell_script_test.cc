@@ -1,0 +1,156 @@
+// The wrapper of a shell command and the script that ends one (bridge/core/shell_script.h),
+// run by real bash the way execd runs a session's command: the header names the bash
+// that runs it, the command's processes carry the tag, `cd` and `export` stay in that
+// bash, the exit code survives, and the tag is gone before execd saves the state. The
+// end script kills the header's bash (only while its start time matches) and every
+// tagged process.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "bridge/core/shell_script.h"
+
+namespace abx::core {
+namespace {
+
+// Output of `bash -c script`, stderr included.
+std::string RunBash(const std::string& script, int* exit_code = nullptr) {
+  char path[] = "/tmp/abx-shell-script-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, script.data(), script.size()), static_cast<ssize_t>(script.size()));
+  close(fd);
+  FILE* pipe = popen(("bash --noprofile --norc " + std::string(path) + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  unlink(path);
+  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// What execd does around a session's command (docs/opensandbox.md §2.15), reduced to
+// what the wrapper must survive: the command, then its exit code and `export -p`.
+std::string AsExecdRunsIt(const std::string& command) {
+  return command + "\n__rc=$?\necho \"rc=$__rc\"\nexport -p | grep -c ABX_EXEC_TAG\npwd\necho \"A=$A\"\n";
+}
+
+pid_t SpawnBash(const std::string& script, const char* tag) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (tag) setenv("ABX_EXEC_TAG", tag, 1);
+    execl("/bin/bash", "bash", "--noprofile", "--norc", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Whether `pid` ended (reaped) within `seconds`; a signal's number in *signal.
+bool Ended(pid_t pid, int seconds, int* signal) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(ShellScriptTest, TheCommandRunsInTheSameBashTaggedAndTheTagIsGoneAfter) {
+  const std::string script = ShellRunScript(
+      "0123abcd", "cd /tmp && export A=1; echo \"in=$ABX_EXEC_TAG\"; bash -c 'echo \"child=$ABX_EXEC_TAG\"'; (exit 7)", "");
+  int code = -1;
+  const std::string out = RunBash(AsExecdRunsIt(script), &code);
+  EXPECT_EQ(code, 0);
+  const size_t nl = out.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  auto header = ParseShellRunHeader(out.substr(0, nl));
+  ASSERT_TRUE(header.has_value()) << out;
+  EXPECT_GT(header->pid, 1);
+  EXPECT_FALSE(header->start_time.empty()) << out;
+  EXPECT_EQ(out.substr(nl + 1), "in=0123abcd\nchild=0123abcd\nrc=7\n0\n/tmp\nA=1\n");
+}
+
+TEST(ShellScriptTest, CwdIsACdThatStaysAndASyntaxErrorIsTheCommands) {
+  std::string out = RunBash(AsExecdRunsIt(ShellRunScript("t", "export A=2", "/tmp")));
+  EXPECT_NE(out.find("rc=0\n0\n/tmp\nA=2\n"), std::string::npos) << out;
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "echo ran", "/no/such/dir")));
+  EXPECT_EQ(out.find("ran"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=1\n0\n"), std::string::npos) << out;
+  // Quotes of every kind reach bash as written.
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "echo 'it'\\''s' \"$((1+1))\" \\$HOME\nif then fi", "")));
+  EXPECT_NE(out.find("it's 2 $HOME\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=2\n0\n"), std::string::npos) << out;  // the syntax error's status
+}
+
+TEST(ShellScriptTest, OnlyTheHeaderParses) {
+  auto header = ParseShellRunHeader("__ABX_SHELL_RUN__:1234:56789");
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(header->pid, 1234);
+  EXPECT_EQ(header->start_time, "56789");
+  header = ParseShellRunHeader("__ABX_SHELL_RUN__:1234:");  // no /proc: a pid alone
+  ASSERT_TRUE(header.has_value());
+  EXPECT_TRUE(header->start_time.empty());
+  for (const char* line : {"", "hello", "__ABX_SHELL_RUN__:", "__ABX_SHELL_RUN__:x:1", "__ABX_SHELL_RUN__:1:2",
+                           "__ABX_SHELL_RUN__:12:3 4", "__ABX_SHELL_RUN__:12"}) {
+    EXPECT_FALSE(ParseShellRunHeader(line).has_value()) << line;
+  }
+}
+
+TEST(ShellScriptTest, TheEndScriptKillsTaggedProcessesAndTheHeadersBash) {
+  // A tagged tree: bash, a child, and a grandchild that left its parent.
+  const pid_t tree = SpawnBash("(sleep 1000 &); sleep 1000 & wait", "feedc0de");
+  // Untagged, with another tag: must survive.
+  const pid_t other = SpawnBash("sleep 1000", "0ther");
+  // A bash busy in a builtin loop, found only through its header.
+  const pid_t looping = SpawnBash(ShellRunScript("unused", "while :; do :; done", "") + " > /dev/null", nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string stat;
+  {
+    FILE* f = fopen(("/proc/" + std::to_string(looping) + "/stat").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buffer[1024];
+    stat.assign(buffer, fread(buffer, 1, sizeof buffer, f));
+    fclose(f);
+  }
+  // Field 22, after the parenthesised name.
+  size_t at = stat.rfind(')') + 2;
+  for (int field = 3; field < 22; ++field) at = stat.find(' ', at) + 1;
+  const std::string start_time = stat.substr(at, stat.find(' ', at) - at);
+
+  // A stale header (another start time) kills nothing.
+  ShellRunHeader stale{looping, start_time + "1"};
+  RunBash(KillShellRunScript(stale, "nothing-has-this"));
+  int signal = 0;
+  EXPECT_FALSE(Ended(looping, 1, &signal));
+
+  RunBash(KillShellRunScript(ShellRunHeader{looping, start_time}, "feedc0de"));
+  EXPECT_TRUE(Ended(looping, 5, &signal));
+  EXPECT_EQ(signal, SIGKILL);
+  EXPECT_TRUE(Ended(tree, 5, &signal));
+  EXPECT_EQ(signal, SIGKILL);
+  EXPECT_FALSE(Ended(other, 1, &signal));
+  kill(other, SIGKILL);
+  EXPECT_TRUE(Ended(other, 5, &signal));
+  // The grandchild was tagged too: nothing with the tag is left.
+  const std::string left = RunBash(
+      "for d in /proc/[0-9]*; do mapfile -d '' -t e < $d/environ 2>/dev/null; "
+      "for v in \"${e[@]}\"; do [[ $v == ABX_EXEC_TAG=feedc0de ]] && echo ${d#/proc/}; done; done; true");
+  EXPECT_EQ(left, "");
+}
+
+}  // namespace
+}  // namespace abx::core

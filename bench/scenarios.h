@@ -24,6 +24,7 @@ void RunStream(BenchContext& ctx);       // 256 MiB of stdout vs direct libcurl
 void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs direct upload / download
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
+void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
 // The bridge's VmRSS with no session open: half a second after the last one closed, and

@@ -127,6 +127,10 @@ def main():
                                   "data": "hello from the host\n", "mode": "0644"})
         s.request("files.read", {"sandbox_id": sid, "path": "/work/hello.txt"})
         s.request("exec.run", {"sandbox_id": sid, "argv": ["cat", "/work/hello.txt"]})
+        # A shell keeps its directory and exported variables from command to command.
+        shell = s.request("shell.create", {"sandbox_id": sid})["shell_id"]
+        s.request("exec.run", {"sandbox_id": sid, "shell_id": shell, "command": "cd /work && export GREETING=hi"})
+        s.request("exec.run", {"sandbox_id": sid, "shell_id": shell, "command": "echo \"$GREETING from $PWD\""})
         s.request("sandbox.kill", {"sandbox_id": sid})
         # A code interpreter keeps its state from run to run (template "code").
         code = s.request("sandbox.create", {"template": "code", "timeout": 300})

@@ -20,6 +20,8 @@ Error TooOld(std::string what) {
   return e;
 }
 
+constexpr int64_t kSessionDrainMs = 3000;
+
 }  // namespace
 
 std::string SessionRunBody(const std::string& command) {
@@ -51,8 +53,11 @@ Status ExecdClient::RunInSession(const std::string& session_id, const std::strin
   const std::string path = "/session/" + PercentEncode(session_id) + "/run";
   // execd may end the stream with its bare {"code","message"} object (a line over its
   // limit): passed on, for the caller to report.
-  Status st = ReadEventStream(StreamCall(path.c_str(), body_json, idle_timeout_ms), cancel, "run in shell",
-                              /*untyped_is_garbage=*/false, on_event, on_batch);
+  HttpCall call = StreamCall(path.c_str(), body_json, idle_timeout_ms);
+  // The stream ends right after its last event, which the caller stops at: reading that
+  // end keeps the connection for the next command (a cancel drops it all the same).
+  call.drain_ms = kSessionDrainMs;
+  Status st = ReadEventStream(call, cancel, "run in shell", /*untyped_is_garbage=*/false, on_event, on_batch);
   if (st.ok()) return st;
   const Error& e = st.error();
   // The bridge sends nothing execd 1.0.9 refuses (a command; no timeout, no cwd): a 400

@@ -7,6 +7,7 @@
 #include "bridge/api/grpc/typed_stream.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/core/exec.h"
+#include "bridge/core/shells.h"
 
 namespace abx::api {
 namespace {
@@ -16,7 +17,7 @@ namespace pb = abx::opensandbox::v1;
 // The command of a Run or Start request (both carry the same fields), checked by the
 // core's one validation, as EPP's exec.start is. An empty argv is no argv.
 template <typename Request>
-Result<core::ExecSpec> ReadSpec(const Request& request) {
+Result<core::ExecSpec> ReadSpec(const Request& request, bool detached = false) {
   core::ExecRequest spec;
   spec.sandbox_id = request.sandbox_id();
   if (request.argv_size() > 0) {
@@ -29,6 +30,8 @@ Result<core::ExecSpec> ReadSpec(const Request& request) {
   if (request.has_stdin()) spec.stdin_data = request.stdin();
   if (request.has_timeout_seconds()) spec.timeout_s = request.timeout_seconds();
   spec.timeout_field = "timeout_seconds";
+  spec.detached = detached;
+  spec.shell_id = request.shell_id();
   return core::ValidateExec(std::move(spec));
 }
 
@@ -124,8 +127,7 @@ grpc::ServerWriteReactor<pb::ExecEvent>* ExecService::Start(
   return ServeStream<pb::ExecEvent>(
       deps_, context, "Exec.Start", request->config(),
       [=](TypedCall& call, StreamCallReactor<pb::ExecEvent>* stream) -> Status {
-        ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request));
-        spec.detached = request->detached();
+        ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(*request, request->detached()));
         core::Exec exec(call.core(), call.upstream(), &call.config());
         StreamingSink sink(stream, call.cancel());
         // An error here means the command never started: no event was sent.
@@ -151,6 +153,31 @@ grpc::ServerUnaryReactor* ExecService::Logs(grpc::CallbackServerContext* context
         if (logs.exit_code) reply->set_exit_code(*logs.exit_code);
         return OkStatus();
       });
+}
+
+grpc::ServerUnaryReactor* ExecService::CreateShell(grpc::CallbackServerContext* context,
+                                                 const pb::CreateShellRequest* request,
+                                                 pb::CreateShellReply* reply) {
+  return Serve(deps_, context, "Exec.CreateShell", request->config(), [=](TypedCall& call) -> Status {
+    ABX_ASSIGN_OR_RETURN(std::string sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
+    core::Shells shells(call.core(), call.upstream(), &call.config());
+    ABX_ASSIGN_OR_RETURN(std::string shell_id, shells.Create(sandbox_id, request->cwd(), call.cancel()));
+    reply->set_shell_id(shell_id);
+    return OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ExecService::CloseShell(grpc::CallbackServerContext* context,
+                                                const pb::CloseShellRequest* request,
+                                                pb::CloseShellReply* reply) {
+  return Serve(deps_, context, "Exec.CloseShell", request->config(), [=](TypedCall& call) -> Status {
+    ABX_ASSIGN_OR_RETURN(std::string sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
+    ABX_ASSIGN_OR_RETURN(std::string shell_id, Required(request->shell_id(), "shell_id"));
+    core::Shells shells(call.core(), call.upstream(), &call.config());
+    ABX_ASSIGN_OR_RETURN(bool closed, shells.Close(sandbox_id, shell_id, call.cancel()));
+    reply->set_closed(closed);
+    return OkStatus();
+  });
 }
 
 }  // namespace abx::api

@@ -1,7 +1,7 @@
 #pragma once
 // Exec: commands in a sandbox (proto/exec.proto) over core::Exec, the same class the
 // EPP/1 exec.* methods use. Start streams the command's events as the core reports
-// them; Run collects them into one reply.
+// them; Run collects them into one reply. Shells over core::Shells, as EPP's shell.*.
 
 #include "bridge/api/grpc/typed_call.h"
 #include "proto/exec.grpc.pb.h"
@@ -21,6 +21,12 @@ class ExecService final : public abx::opensandbox::v1::Exec::CallbackService {
   grpc::ServerUnaryReactor* Logs(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ExecLogsRequest* request,
                     abx::opensandbox::v1::ExecLogsReply* reply) override;
+  grpc::ServerUnaryReactor* CreateShell(grpc::CallbackServerContext* context,
+                                        const abx::opensandbox::v1::CreateShellRequest* request,
+                                        abx::opensandbox::v1::CreateShellReply* reply) override;
+  grpc::ServerUnaryReactor* CloseShell(grpc::CallbackServerContext* context,
+                                       const abx::opensandbox::v1::CloseShellRequest* request,
+                                       abx::opensandbox::v1::CloseShellReply* reply) override;
 
  private:
   const TypedDeps deps_;

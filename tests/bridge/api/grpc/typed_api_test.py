@@ -334,7 +334,7 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(described.name, "proto/exec.proto")
         service = {s.name: s for s in described.service}["Exec"]
         methods = {m.name: m for m in service.method}
-        self.assertEqual(set(methods), {"Run", "Start", "Logs"})
+        self.assertEqual(set(methods), {"Run", "Start", "Logs", "CreateShell", "CloseShell"})
         self.assertTrue(methods["Start"].server_streaming)
         self.assertFalse(methods["Run"].server_streaming)
 
@@ -555,6 +555,49 @@ class TypedApiTest(unittest.TestCase):
                         "the bridge still follows the cancelled command")
         self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
                         "the cancelled command still runs")
+
+    # -- shells ----------------------------------------------------------------------------
+
+    def test_shells_keep_state_and_a_cancel_keeps_the_shell(self):
+        ex = self.pb["exec"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        shell = self.exec.CreateShell(ex.CreateShellRequest(
+            config=config, sandbox_id=sandbox.id, cwd="/tmp/typed-shell"), timeout=30).shell_id
+        self.assertTrue(shell)
+        run = lambda command, **more: self.exec.Run(ex.RunCommandRequest(
+            config=config, sandbox_id=sandbox.id, shell_id=shell, command=command, **more), timeout=30)
+        self.assertEqual(run("export A=1; cd ..").exit_code, 0)
+        ran = run("pwd; echo $A; echo err >&2")
+        self.assertEqual(ran.stdout, b"/tmp\n1\nerr\n")  # stderr arrives as stdout
+        self.assertEqual(ran.stderr, b"")
+
+        with self.assertRaises(grpc.RpcError) as caught:
+            run("true", env={"B": "2"})
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8004")
+
+        # Cancelling a Start ends the command and what it started; the shell lives on.
+        marker = "32.%d7" % os.getpid()
+        call = self.exec.Start(ex.StartCommandRequest(
+            config=config, sandbox_id=sandbox.id, shell_id=shell,
+            command="export LOST=1; echo ready; sleep " + marker), timeout=60)
+        events = iter(call)
+        started = next(events)
+        self.assertTrue(started.started.exec_id.startswith("shell-"))
+        self.assertEqual(next(events).output.data, b"ready\n")
+        self.assertTrue(wait_until(lambda: processes_with(marker), 5), "the command is not running")
+        call.cancel()
+        self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
+                        "the cancelled command still runs")
+        self.assertEqual(run("echo ${LOST:-lost} $A").stdout, b"lost 1\n")
+
+        closed = self.exec.CloseShell(ex.CloseShellRequest(
+            config=config, sandbox_id=sandbox.id, shell_id=shell), timeout=20)
+        self.assertTrue(closed.closed)
+        with self.assertRaises(grpc.RpcError) as caught:
+            run("true")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
 
     # -- the code interpreter ------------------------------------------------------------
 

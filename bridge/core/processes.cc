@@ -108,11 +108,11 @@ Result<bool> Processes::SignalPid(const std::string& sandbox_id, int pid,
 Result<bool> Processes::KillExec(const std::string& sandbox_id, const std::string& exec_id,
                                  CancelToken* cancel) {
   // A shell command is the bridge's own: ending it must leave the shell (shells.h).
-  if (upstream_->shells().KillRun(sandbox_id, exec_id, static_cast<int64_t>(config_->request_timeout_s * 1000))) {
-    return true;
+  // One that ended (or never was) is false: execd never knew the id (its own ids are
+  // UUIDs), and the bridge keeps no record of shell commands past their end.
+  if (IsShellExecId(exec_id)) {
+    return upstream_->shells().KillRun(sandbox_id, exec_id, static_cast<int64_t>(config_->request_timeout_s * 1000));
   }
-  // One that ended: execd never knew the id (its own ids are UUIDs).
-  if (IsShellExecId(exec_id)) return false;
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   auto status = execd.GetStatus(exec_id, cancel);
   if (!status.ok()) return status.error();

@@ -70,9 +70,10 @@ bool ShellRegistry::KillRun(const std::string& sandbox_id, const std::string& ex
     if (it == runs_.end()) return false;
     run = it->second.stop;
   }
-  run->Stop(ShellRunStop::Why::kKilled);
+  // false when it is already ending by itself (or by another stop).
+  const bool stopped = run->Stop(ShellRunStop::Why::kKilled);
   run->WaitOver(timeout_ms);
-  return true;
+  return stopped;
 }
 
 void ShellRegistry::KillRunsOf(const std::string& sandbox_id, const std::string& shell_id, int64_t timeout_ms) {

@@ -52,7 +52,8 @@ class ShellRegistry {
   void AddRun(const std::string& sandbox_id, const std::string& exec_id, const std::string& shell_id,
               std::shared_ptr<ShellRunStop> run);
   void RemoveRun(const std::string& sandbox_id, const std::string& exec_id);
-  // Ends the shell command `exec_id` (process.kill): false when no such command runs.
+  // Ends the shell command `exec_id` (process.kill): false when no such command runs or
+  // it is ending already.
   // Returns once its processes are gone, or after `timeout_ms`.
   bool KillRun(const std::string& sandbox_id, const std::string& exec_id, int64_t timeout_ms);
   // The same for the command running in shell `shell_id`, if one does (shell.close:

@@ -23,12 +23,23 @@ std::string ShellRunScript(const std::string& tag, const std::string& command, c
       "printf '" + std::string(kHeaderPrefix) + "%s:%s\\n' \"$$\" \"${__abx_stat[21]}\"\n"
       "unset __abx_stat\n"
       "export ABX_EXEC_TAG=" + tag + "\n";
-  if (!cwd.empty()) script += "cd -- " + ShellQuote(cwd) + " && ";
-  script += "eval " + ShellQuote(command) + "\n";
+  // The command as it is, in this bash, as execd itself inlines it: `set -e`, `exit`, a
+  // syntax error behave as they do upstream. The blank line after it ends a command
+  // whose last line ends in a backslash before the clean-up.
+  if (cwd.empty()) {
+    script += command + "\n\n__abx_rc=$?\n";
+  } else {
+    script += "__abx_cd=0; CDPATH= cd -- " + ShellQuote(cwd) + " || __abx_cd=$?\nif [ \"$__abx_cd\" = 0 ]; then\n" +
+              command + "\n\nfi\n__abx_rc=$?; [ \"$__abx_cd\" = 0 ] || __abx_rc=$__abx_cd; unset __abx_cd\n";
+  }
   // `$?` of the command survives the clean-up: execd reads it right after. A function's
   // return sets it without the fork a `(exit N)` subshell would cost (about a
-  // millisecond per command); functions are not saved with the shell's state.
-  script += "__abx_rc=$?\nunset ABX_EXEC_TAG\n__abx_status() { return \"$1\"; }\n__abx_status \"$__abx_rc\"";
+  // millisecond per command); `&& :` keeps a non-zero status from tripping a `set -e`
+  // the command made, which would end bash before execd saves the state.
+  script +=
+      "unset ABX_EXEC_TAG\n"
+      "__abx_status() { unset -v __abx_rc; unset -f __abx_status; return \"$1\"; }\n"
+      "__abx_status \"$__abx_rc\" && :";
   return script;
 }
 

@@ -14,8 +14,10 @@
 //   carries the tag in its environment (process.list names them by exec_id as it does
 //   for every command), and unsets it again after the command, so the tag never
 //   reaches the state execd saves;
-// - runs the command through `eval`, in that same bash, so its `cd` and `export` stay;
-//   a syntax error in it is an error of that command, not of the wrapper.
+// - runs the command as it is, in that same bash, as execd inlines it, so its `cd` and
+//   `export` stay and `set -e`, `exit` and syntax errors behave as they do upstream; the
+//   clean-up after it restores the command's status without tripping its `set -e` and
+//   leaves no variable of its own behind (not even under `set -a`).
 // Ending a run is then: kill that bash, then every process with the tag.
 
 #include <cstdint>
@@ -25,7 +27,8 @@
 namespace abx::core {
 
 // The script to send for `command` (with `cwd` non-empty: a `cd` to it first, which
-// the shell keeps, as the contract asks; a missing directory is that command's error).
+// the shell keeps, as the contract asks; a missing directory is that command's error:
+// bash's message and status 1, and the command does not run).
 std::string ShellRunScript(const std::string& tag, const std::string& command, const std::string& cwd);
 
 // The run's bash, from the header line; nullopt when `line` is not the header.

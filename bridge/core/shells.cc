@@ -112,7 +112,8 @@ Result<bool> Shells::Close(const std::string& sandbox_id, const std::string& she
 
 Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   const int64_t deadline = spec.timeout_s ? NowMillis() + static_cast<int64_t>(*spec.timeout_s * 1000) : 0;
-  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
+  // The place in line first, before anything that talks to the server: commands that
+  // arrive one after the other keep that order.
   std::shared_ptr<RunQueue> queue = upstream_->shells().Queue(spec.sandbox_id, spec.shell_id);
   {
     Status st = queue->Enter(deadline, cancel);
@@ -122,6 +123,7 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
     RunQueue* queue;
     ~Turn() { queue->Leave(); }
   } turn{queue.get()};
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
   if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "the shell command was cancelled before it ran");
   if (deadline > 0 && NowMillis() >= deadline) {
     return MakeError(ErrorCode::kTimeout,
@@ -137,7 +139,7 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
 
   BridgeCore::StreamLease lease(core_);
   OutputAssembler assembler;
-  bool started = false, ended = false, header_read = false;
+  bool started = false, ended = false;
   std::optional<ShellRunHeader> header;
   ExecExit exit;
   std::string refusal;  // execd's bare error object, when it ended the stream with one
@@ -162,8 +164,9 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           upstream_->shells().AddRun(spec.sandbox_id, exec_id, spec.shell_id, stop);
           sink->OnStarted(exec_id);
         } else if (e.type == "stdout" || e.type == "stderr") {
-          if (!header_read) {
-            header_read = true;
+          // The header is the script's first line, but a line of execd's own (or stderr
+          // read apart) may come before it: every line is looked at until it came.
+          if (!header) {
             header = ParseShellRunHeader(e.text);
             if (header) return true;
           }
@@ -197,8 +200,11 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   // Unless bash itself reported how the command ended, something ended it from outside
   // (this stop, the shell's close, a broken stream): what the command started may still
   // run, and nothing else would end it.
+  // A stop before execd's init may still have come after execd started the script.
   const bool ended_by_itself = ended && (exit.exit_code || exit.error);
-  if (started && !ended_by_itself) EndRunProcesses(execd, header, tag, exec_id);
+  if ((started && !ended_by_itself) || (!started && why != Why::kNone)) {
+    EndRunProcesses(execd, header, tag, exec_id);
+  }
   upstream_->ForgetExec(spec.sandbox_id, tag);
   upstream_->shells().RemoveRun(spec.sandbox_id, exec_id);
   stop->MarkOver();

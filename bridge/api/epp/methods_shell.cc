@@ -29,6 +29,7 @@ Result<std::string> ShellClose(Request& req) {
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string shell_id, p.RequiredString("shell_id"));
+  if (shell_id.empty()) return InvalidParams("shell_id", "shell_id must not be empty");
   ABX_ASSIGN_OR_RETURN(bool closed, ShellsOf(req).Close(id, shell_id, &req.cancel()));
   return std::string("{\"closed\":") + (closed ? "true" : "false") + "}";
 }

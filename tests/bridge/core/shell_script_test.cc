@@ -43,7 +43,8 @@ std::string RunBash(const std::string& script, int* exit_code = nullptr) {
 // What execd does around a session's command (docs/opensandbox.md §2.15), reduced to
 // what the wrapper must survive: the command, then its exit code and `export -p`.
 std::string AsExecdRunsIt(const std::string& command) {
-  return command + "\n__rc=$?\necho \"rc=$__rc\"\nexport -p | grep -c ABX_EXEC_TAG\npwd\necho \"A=$A\"\n";
+  return command +
+         "\n__rc=$?\necho \"rc=$__rc\"\nexport -p | grep -c -e ABX_EXEC_TAG -e __abx || true\npwd\necho \"A=$A\"\n";
 }
 
 pid_t SpawnBash(const std::string& script, const char* tag) {
@@ -90,10 +91,31 @@ TEST(ShellScriptTest, CwdIsACdThatStaysAndASyntaxErrorIsTheCommands) {
   out = RunBash(AsExecdRunsIt(ShellRunScript("t", "echo ran", "/no/such/dir")));
   EXPECT_EQ(out.find("ran"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=1\n0\n"), std::string::npos) << out;
-  // Quotes of every kind reach bash as written.
-  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "echo 'it'\\''s' \"$((1+1))\" \\$HOME\nif then fi", "")));
-  EXPECT_NE(out.find("it's 2 $HOME\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("rc=2\n0\n"), std::string::npos) << out;  // the syntax error's status
+  // Quotes of every kind reach bash as written; a last line ending in a backslash
+  // does not swallow the clean-up.
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "echo 'it'\\''s' \"$((1+1))\" \\$HOME\necho end \\", "")));
+  EXPECT_NE(out.find("it's 2 $HOME\nend\nrc=0\n0\n"), std::string::npos) << out;
+  // A syntax error ends bash before execd's save step, as with execd's own script.
+  int code = 0;
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "if then fi", "")), &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_EQ(out.find("rc="), std::string::npos) << out;
+}
+
+TEST(ShellScriptTest, SetMinusEAndSetMinusAOfTheCommandKeepItsState) {
+  // A failing && list does not trip `set -e`, so execd saves the state; the wrapper's
+  // clean-up must not trip it either.
+  std::string out = RunBash(AsExecdRunsIt(ShellRunScript(
+      "t", "set -e; cd /tmp; export A=3; test -f /no/such/file && echo found", "")));
+  EXPECT_NE(out.find("rc=1\n0\n/tmp\nA=3\n"), std::string::npos) << out;
+  // A failing simple command under `set -e` ends bash, as it would upstream.
+  int code = 0;
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "set -e; false; echo never", "")), &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_EQ(out.find("never"), std::string::npos) << out;
+  // `set -a` exports every variable set afterwards: none of the wrapper's is left.
+  out = RunBash(AsExecdRunsIt(ShellRunScript("t", "set -a; A=4", "/tmp")));
+  EXPECT_NE(out.find("rc=0\n0\n/tmp\nA=4\n"), std::string::npos) << out;
 }
 
 TEST(ShellScriptTest, OnlyTheHeaderParses) {

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -183,13 +184,19 @@ int ChildExec(void* raw) {
     (void)ignored;
     _exit(127);
   };
-  setpgid(0, 0);
+  if (a.options->terminal_fd >= 0) {
+    if (setsid() < 0 || ioctl(a.options->terminal_fd, TIOCSCTTY, 0) != 0) fail(1);
+  } else {
+    setpgid(0, 0);
+  }
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
 
-  if (a.options->stdin_fd >= 0) {
+  if (a.options->terminal_fd >= 0) {
+    if (dup2(a.options->terminal_fd, 0) < 0) fail(1);
+  } else if (a.options->stdin_fd >= 0) {
     if (dup2(a.options->stdin_fd, 0) < 0) fail(1);
   } else {
     int devnull = open("/dev/null", O_RDONLY);
@@ -244,7 +251,13 @@ std::vector<std::string> MergedEnvironment(
 
 bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::string* error) {
   const char* shell = ShellPath();
-  const char* argv[] = {strrchr(shell, '/') + 1, "-c", options.command.c_str(), nullptr};
+  const char* name = strrchr(shell, '/') + 1;
+  const char* plain[] = {name, "-c", options.command.c_str(), nullptr};
+  const char* interactive[] = {name, "--norc", "--noprofile", nullptr};
+  const char* interactive_command[] = {name, "--norc", "--noprofile", "-c", options.command.c_str(), nullptr};
+  const char* const* argv = !options.interactive       ? plain
+                            : options.command.empty() ? interactive
+                                                      : interactive_command;
   std::vector<char*> envp;
   envp.reserve(options.env.size() + 1);
   for (const auto& entry : options.env) envp.push_back(const_cast<char*>(entry.c_str()));
@@ -278,7 +291,7 @@ bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::strin
       if (fd >= 0) close(fd);
     }
   };
-  if (options.combined_output_fd < 0) {
+  if (options.combined_output_fd < 0 && options.terminal_fd < 0) {
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
       *error = std::string("pipe: ") + strerror(errno);
       close_all();
@@ -290,10 +303,13 @@ bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::strin
     close_all();
     return false;
   }
-  int child_out = options.combined_output_fd >= 0 ? options.combined_output_fd : out_pipe[1];
-  int child_err = options.combined_output_fd >= 0 ? options.combined_output_fd
-                  : options.stderr_fd >= 0        ? options.stderr_fd
-                                                  : err_pipe[1];
+  int child_out = options.terminal_fd >= 0         ? options.terminal_fd
+                  : options.combined_output_fd >= 0 ? options.combined_output_fd
+                                                    : out_pipe[1];
+  int child_err = options.terminal_fd >= 0         ? options.terminal_fd
+                  : options.combined_output_fd >= 0 ? options.combined_output_fd
+                  : options.stderr_fd >= 0          ? options.stderr_fd
+                                                    : err_pipe[1];
 
   // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does, instead of fork(): the fake runs
   // a thread per connection, and fork copied its page tables for every command and then
@@ -329,8 +345,9 @@ bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::strin
     close_all();
     return false;
   }
-  // Parent. Also set the group from here so a kill(-pid) right after fork can't miss.
-  setpgid(pid, pid);
+  // Parent. Also set the group from here so a kill(-pid) right after fork can't miss
+  // (a terminal's shell leads a session of its own, made before it could be signalled).
+  if (options.terminal_fd < 0) setpgid(pid, pid);
   close(report[1]);
   report[1] = -1;
   if (out_pipe[1] >= 0) close(out_pipe[1]);

@@ -33,6 +33,12 @@ struct SpawnOptions {
   int combined_output_fd = -1;        // >= 0: stdout and stderr both go here
   int stdin_fd = -1;                  // >= 0: the command's stdin (else /dev/null)
   int stderr_fd = -1;                 // >= 0: stderr goes here, stdout to its pipe
+  // >= 0: the terminal side of a pseudo-terminal. It becomes stdin, stdout, stderr and
+  // the controlling terminal of a new session (setsid), as execd's PTY does; no pipes.
+  int terminal_fd = -1;
+  // `bash --norc --noprofile` (with `-c command` when `command` is not empty), as a
+  // terminal runs it, instead of `bash -c command`.
+  bool interactive = false;
 };
 
 struct SpawnedProcess {

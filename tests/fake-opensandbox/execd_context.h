@@ -11,6 +11,7 @@
 #include "tests/fake-opensandbox/command_registry.h"
 #include "tests/fake-opensandbox/fake_config.h"
 #include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/pty_sessions.h"
 #include "tests/fake-opensandbox/sandbox_gate.h"
 #include "tests/fake-opensandbox/sandbox_paths.h"
 #include "tests/fake-opensandbox/server_clock.h"
@@ -29,6 +30,7 @@ struct ExecdContext {
   CommandRegistry* commands = nullptr;
   CodeContexts* code = nullptr;
   BashSessions* sessions = nullptr;
+  PtySessions* ptys = nullptr;
   SessionApi session_api = SessionApi::kCommand;
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;

@@ -18,6 +18,7 @@ struct ExecdServer::State {
     context.commands = &commands;
     context.code = &code;
     context.sessions = &sessions;
+    context.ptys = &ptys;
     context.session_api = options.session_api;
     context.faults = options.faults;
     context.stats = options.stats;
@@ -29,6 +30,7 @@ struct ExecdServer::State {
   CommandRegistry commands;
   CodeContexts code;
   BashSessions sessions;
+  PtySessions ptys;
   ExecdContext context{ServerClock(), SandboxPaths("/nonexistent")};
   httplib::Server server;
   std::thread listener;
@@ -120,6 +122,7 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
   RegisterMetricsRoutes(server, &state->context);
   RegisterCodeRoutes(server, &state->context);
   RegisterSessionRoutes(server, &state->context);
+  RegisterPtyRoutes(server, &state->context);
   RegisterPortProxyRoute(server, &state->context);
 
   state->port = BindWithFullBacklog(server, 0);
@@ -146,6 +149,7 @@ void ExecdServer::Shutdown() {
   state_->commands.SignalAll(SIGKILL);
   state_->code.Shutdown();
   state_->sessions.DeleteAll();
+  state_->ptys.DeleteAll();
   state_->server.stop();
   // Joining waits for the open connections (idle keep-alive ones end within the
   // keep-alive timeout), so it happens off the caller's thread.

@@ -13,6 +13,7 @@
 #include "bridge/core/code_registry.h"
 #include "bridge/core/config.h"
 #include "bridge/core/shell_registry.h"
+#include "bridge/core/terminals.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
@@ -64,6 +65,8 @@ class EndpointCache {
   CodeRegistry& code() { return code_; }
   // The shells of this server's sandboxes (bridge/core/shells.h).
   ShellRegistry& shells() { return shells_; }
+  // The terminals this bridge holds in this server's sandboxes (bridge/core/terminals.h).
+  TerminalRegistry& terminals() { return terminals_; }
 
  private:
   struct CacheEntry {
@@ -83,6 +86,7 @@ class EndpointCache {
   std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
   CodeRegistry code_;
   ShellRegistry shells_;
+  TerminalRegistry terminals_;  // last: its terminals' sockets go before the rest
 };
 
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.

@@ -15,7 +15,7 @@ constexpr auto kPollInterval = std::chrono::milliseconds(200);  // as the offici
 constexpr int64_t kMinTimeoutSeconds = 60;                      // the server's minimum
 constexpr int kServerMaxPageSize = 200;
 
-bool Terminal(const std::string& state) { return state == "Failed" || state == "Terminated"; }
+bool IsFinalState(const std::string& state) { return state == "Failed" || state == "Terminated"; }
 
 // How often the wait for execd asks the server whether the sandbox still lives.
 constexpr int kPingsPerStateCheck = 5;
@@ -144,7 +144,7 @@ Status Sandboxes::WaitUntilUsable(const opensandbox::SandboxRecord& created, int
   opensandbox::SandboxRecord last = created;
   std::string state = created.state;
   while (state != "Running") {
-    if (Terminal(state)) return EndedWhileStarting(id, last);
+    if (IsFinalState(state)) return EndedWhileStarting(id, last);
     if (progress) progress(state.empty() ? "Pending" : state, "waiting for the sandbox to run");
     if (NowMillis() >= deadline_ms) return timed_out("still " + state);
     if (!cancel->SleepFor(kPollInterval)) return Cancelled("sandbox.create");
@@ -165,7 +165,7 @@ Status Sandboxes::WaitUntilUsable(const opensandbox::SandboxRecord& created, int
     if (cancel->cancelled()) return Cancelled("sandbox.create");
     if (attempt % kPingsPerStateCheck == 0) {
       auto record = lifecycle_.Get(id, cancel);
-      if (record.ok() && Terminal(record->state)) return EndedWhileStarting(id, *record);
+      if (record.ok() && IsFinalState(record->state)) return EndedWhileStarting(id, *record);
     }
     auto execd = upstream_->Execd(id, *config_, cancel);
     if (execd.ok()) {
@@ -194,7 +194,7 @@ Status Sandboxes::WaitUntilUsable(const opensandbox::SandboxRecord& created, int
 Result<Sandbox> Sandboxes::Connect(const std::string& id, CancelToken* cancel) {
   auto record = lifecycle_.Get(id, cancel);
   if (!record.ok()) return record.error();
-  if (Terminal(record->state)) {
+  if (IsFinalState(record->state)) {
     return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
   }
   return Wrap(std::move(record).value());
@@ -265,7 +265,7 @@ Result<Sandbox> Sandboxes::Pause(const std::string& id, CancelToken* cancel) {
     auto record = lifecycle_.Get(id, cancel);
     if (!record.ok()) return record.error();
     if (record->state == "Paused") return Wrap(std::move(record).value());
-    if (Terminal(record->state)) {
+    if (IsFinalState(record->state)) {
       return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
     }
     if (NowMillis() >= deadline) {

@@ -50,6 +50,13 @@ struct JupyterKernels {
   std::vector<std::string> languages;
 };
 
+// A terminal as execd reports it.
+struct PtyStatus {
+  std::string id;
+  bool running = false;         // a process runs in it now
+  uint64_t output_offset = 0;   // every output byte it ever produced
+};
+
 struct FileInfo {
   std::string path;
   std::string type;  // file, directory, symlink, other
@@ -141,6 +148,18 @@ class ExecdClient {
                       const std::function<void()>& on_batch);
   // false when execd does not know the session (404).
   Result<bool> DeleteSession(const std::string& session_id, const CancelToken* cancel);
+
+  // Terminals (docs/opensandbox.md §2.16; execd_pty_client.cc). A missing route is
+  // E8007 saying execd is too old; an unknown terminal is E8005 (false for delete).
+  Result<std::string> CreatePty(const std::string& cwd, const std::string& command, const CancelToken* cancel);
+  Result<PtyStatus> GetPty(const std::string& pty_id, const CancelToken* cancel);
+  Result<bool> DeletePty(const std::string& pty_id, const CancelToken* cancel);
+  // The terminal's WebSocket from output byte `since`, taking it over from its holder
+  // when `takeover`. A second client without takeover is E8007. The handlers run on the
+  // WebSocket thread and may start before this returns (pty_frames.h decodes what they
+  // get).
+  Result<std::shared_ptr<http::WebSocket>> OpenPty(const std::string& pty_id, uint64_t since, bool takeover,
+                                                   http::WebSocket::Handlers handlers, const CancelToken* cancel);
 
   const ExecdTarget& target() const { return target_; }
 

@@ -88,6 +88,14 @@ HttpCaller::HttpCaller(std::unique_ptr<http::HttpClient> client) : client_(std::
 
 HttpCaller::~HttpCaller() = default;
 
+Result<http::WebSocketOpened> HttpCaller::OpenWebSocket(const http::WebSocketRequest& request,
+                                                        http::WebSocket::Handlers handlers, const CancelToken* cancel,
+                                                        std::string_view what) {
+  auto opened = websockets_.Connect(request, std::move(handlers), cancel ? cancel->flag() : nullptr);
+  if (!opened.ok()) return FromTransport(opened.error(), what);
+  return std::move(opened).value();
+}
+
 int64_t HttpCaller::requests_sent() const { return client_->counters().requests_sent.load(); }
 
 int64_t HttpCaller::connections_opened() const {

@@ -16,6 +16,7 @@
 #include "bridge/base/body_source.h"
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
+#include "bridge/http/websocket_client.h"
 
 namespace abx::http {
 class HttpClient;
@@ -69,6 +70,12 @@ class HttpCaller {
   Result<HttpAnswer> Stream(const HttpCall& call, const CancelToken* cancel, std::string_view what,
                             const std::function<bool(const char*, size_t)>& on_data);
 
+  // A WebSocket (execd's terminals). A declined upgrade is a result with its status and
+  // body; a transport failure is the error it would be for an HTTP call.
+  Result<http::WebSocketOpened> OpenWebSocket(const http::WebSocketRequest& request, http::WebSocket::Handlers handlers,
+                                              const CancelToken* cancel, std::string_view what);
+  size_t open_websockets() const { return websockets_.open_connections(); }
+
   // The client underneath, for its counters.
   http::HttpClient* client() { return client_.get(); }
   // Requests sent and connections opened since the start, for the bridge's stats.
@@ -78,6 +85,7 @@ class HttpCaller {
  private:
   explicit HttpCaller(std::unique_ptr<http::HttpClient> client);
   std::unique_ptr<http::HttpClient> client_;
+  http::WebSocketClient websockets_;
 };
 
 }  // namespace abx::opensandbox

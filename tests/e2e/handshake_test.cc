@@ -35,11 +35,11 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_THAT(GetStrings(result, "features"),
               UnorderedElementsAre("sandbox.lifecycle", "sandbox.timeout", "sandbox.pause",
                                    "exec.run", "exec.stream", "process.manage", "files.rw",
-                                   "ports.url", "sessions", "code.interpret"))
+                                   "ports.url", "sessions", "code.interpret", "pty"))
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
-  EXPECT_EQ(partial->MemberCount(), 3u) << response->raw;
+  EXPECT_EQ(partial->MemberCount(), 4u) << response->raw;
   // The key holds a dot, so it is looked up directly rather than by dotted path.
   auto note = partial->FindMember("process.manage");
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;
@@ -59,6 +59,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.code_output_bytes"), 2097152) << response->raw;
+  EXPECT_EQ(GetInt(result, "limits.pty_buffer_bytes"), 4194304) << response->raw;
 }
 
 TEST_F(HandshakeTest, RequestBeforeInitializeIsE8001AndSendsNothingUpstream) {
@@ -106,8 +107,7 @@ TEST_F(HandshakeTest, UnsupportedMethodsAreE8004BeforeAnythingGoesUpstream) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::vector<std::string> methods = {
-      "pty.create",         "pty.resize", "templates.list",
-      "files.watch",        "files.upload_url", "files.download_url", "process.stdin"};
+      "templates.list", "files.watch", "files.upload_url", "files.download_url", "process.stdin"};
   for (const std::string& method : methods) {
     MessagePtr response;
     auto upstream = UpstreamRequestsDuring([&] {

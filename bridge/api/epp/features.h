@@ -11,6 +11,7 @@ namespace abx::epp {
 inline constexpr const char* kFeatures[] = {
     "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",       "exec.stream",
     "process.manage",    "files.rw",        "ports.url",     "sessions",       "code.interpret",
+    "pty",
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell", "files.search",
                                               "files.chmod", "sandbox.metrics"};
@@ -23,6 +24,8 @@ inline constexpr Partial kPartial[] = {
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
     {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},
+    {"pty", "a lost connection to execd ends the terminal instead of being restored; a host that stops "
+            "reading pauses the terminal's output"},
 };
 
 // The "partial" object of initialize and provider.info.

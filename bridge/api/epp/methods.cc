@@ -39,12 +39,19 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"code.context.delete", CodeContextDelete},
     {"code.run", CodeRun},
     {"shell.create", ShellCreate},
+    {"pty.open", PtyOpen},
+    {"pty.input", PtyInput},
+    {"pty.resize", PtyResize},
+    {"pty.signal", PtySignal},
+    {"pty.attach", PtyAttach},
+    {"pty.list", PtyList},
+    {"pty.close", PtyClose},
     {"shell.close", ShellClose},
     {"provider.info", ProviderInfo},
     {"provider.doctor", ProviderDoctor},
 };
 
-constexpr std::string_view kUnsupportedPrefixes[] = {"pty.", "templates."};
+constexpr std::string_view kUnsupportedPrefixes[] = {"templates."};
 constexpr std::string_view kUnsupported[] = {
     "files.watch", "files.upload_url", "files.download_url", "process.stdin",
 };

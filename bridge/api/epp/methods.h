@@ -2,14 +2,18 @@
 // The method table of EPP/1 (docs/epp1.md §3): every method this provider serves,
 // and the ones it refuses with E8004 before anything is sent upstream.
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include <rapidjson/document.h>
 
 #include "bridge/base/error.h"
+#include "bridge/core/terminals.h"
 
 namespace abx::epp {
+
+class LineSink;
 
 class Request;
 
@@ -57,6 +61,15 @@ Result<std::string> CodeContextCreate(Request&);
 Result<std::string> CodeContextList(Request&);
 Result<std::string> CodeContextDelete(Request&);
 Result<std::string> CodeRun(Request&);
+Result<std::string> PtyOpen(Request&);
+Result<std::string> PtyInput(Request&);
+Result<std::string> PtyResize(Request&);
+Result<std::string> PtySignal(Request&);
+Result<std::string> PtyAttach(Request&);
+Result<std::string> PtyList(Request&);
+Result<std::string> PtyClose(Request&);
+// The session's holder of its terminals (methods_pty.cc), writing to `sink`.
+std::shared_ptr<core::TerminalHolder> MakeTerminalHolder(LineSink* sink);
 Result<std::string> ShellCreate(Request&);
 Result<std::string> ShellClose(Request&);
 Result<std::string> ProviderInfo(Request&);

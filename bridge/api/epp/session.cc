@@ -13,6 +13,7 @@
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/code.h"
 #include "bridge/core/shells.h"
+#include "bridge/core/terminals.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -39,6 +40,7 @@ std::string InitializeResult() {
   }
   r += "],\"limits\":{\"max_line_bytes\":" + std::to_string(kMaxLineBytes) +
        ",\"max_read_bytes\":" + std::to_string(kMaxReadBytes) +
+       ",\"pty_buffer_bytes\":" + std::to_string(kPtyBufferBytes) +
        ",\"code_output_bytes\":" + std::to_string(kCodeOutputBytes) + "}}";
   return r;
 }
@@ -273,6 +275,13 @@ void Session::ReleaseOwned() {
     shells.swap(owned_shells_);
   }
   if (!upstream_) return;
+  std::shared_ptr<core::TerminalHolder> holder;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    holder = terminal_holder_;
+  }
+  // Held terminals: those opened without keep are closed, the others let go of.
+  if (holder) core::Terminals(upstream_.get(), &config_).Release(holder.get());
   core::CodeInterpreter code(upstream_.get(), &config_);
   for (const auto& [sandbox_id, context_id] : contexts) {
     CancelToken uncancellable;  // bounded by request_timeout
@@ -296,6 +305,12 @@ void Session::ReleaseOwned() {
 void Session::OwnCodeContext(const std::string& sandbox_id, const std::string& context_id) {
   std::lock_guard<std::mutex> lock(mu_);
   owned_contexts_.emplace_back(sandbox_id, context_id);
+}
+
+std::shared_ptr<core::TerminalHolder> Session::terminal_holder() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!terminal_holder_) terminal_holder_ = MakeTerminalHolder(sink_);
+  return terminal_holder_;
 }
 
 void Session::OwnShell(const std::string& sandbox_id, const std::string& shell_id) {

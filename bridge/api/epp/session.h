@@ -22,6 +22,7 @@
 #include "bridge/core/config.h"
 
 namespace abx::core {
+class TerminalHolder;
 class BridgeCore;
 class EndpointCache;
 }  // namespace abx::core
@@ -115,6 +116,8 @@ class Session {
   // Deletes them (docs/epp1.md §2: at the end of input, whichever way the session ends);
   // called once no handler runs. Blocks for the execd calls.
   void ReleaseOwned();
+  // This session as the holder of the terminals it opens or attaches, made on first use.
+  std::shared_ptr<core::TerminalHolder> terminal_holder();
   // Blocks until no handler runs.
   void WaitIdle();
   // The same, for at most `timeout`; false when handlers still run.
@@ -153,6 +156,7 @@ class Session {
   int running_ = 0;  // requests whose handler has not returned
   std::vector<std::pair<std::string, std::string>> owned_contexts_;  // sandbox, context
   std::vector<std::pair<std::string, std::string>> owned_shells_;    // sandbox, shell
+  std::shared_ptr<core::TerminalHolder> terminal_holder_;
 };
 
 }  // namespace abx::epp

@@ -53,6 +53,8 @@ TEST(ManifestTest, FeaturesPartialAndExtensionsEqualInitialize) {
             static_cast<int64_t>(kMaxLineBytes));
   EXPECT_EQ(m["capabilities"]["limits"]["max_read_bytes"].value_or(int64_t{0}),
             static_cast<int64_t>(kMaxReadBytes));
+  EXPECT_EQ(m["capabilities"]["limits"]["pty_buffer_bytes"].value_or(int64_t{0}),
+            static_cast<int64_t>(kPtyBufferBytes));
 }
 
 TEST(ManifestTest, EveryConfigFieldIsDeclaredWithItsSecrecyAndEnvironment) {

@@ -11,7 +11,9 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
         "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "exec.start", "exec.run",
         "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
         "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
-        "files.search", "files.chmod", "sandbox.metrics", "ports.url", "provider.info",
+        "files.search", "files.chmod", "sandbox.metrics", "ports.url", "code.context.create",
+        "code.context.list", "code.context.delete", "code.run", "shell.create", "shell.close", "pty.open",
+        "pty.input", "pty.resize", "pty.signal", "pty.attach", "pty.list", "pty.close", "provider.info",
         "provider.doctor"}) {
     EXPECT_NE(FindHandler(m), nullptr) << m;
     EXPECT_FALSE(IsUnsupported(m)) << m;
@@ -19,8 +21,8 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
 }
 
 TEST(MethodsTest, UnsupportedMethodsAreKnownAsSuch) {
-  for (const char* m : {"pty.create", "pty.resize", "templates.list", "files.watch",
-                        "files.upload_url", "files.download_url", "process.stdin"}) {
+  for (const char* m : {"templates.list", "files.watch", "files.upload_url", "files.download_url",
+                        "process.stdin"}) {
     EXPECT_TRUE(IsUnsupported(m)) << m;
     EXPECT_EQ(FindHandler(m), nullptr) << m;
   }

@@ -1,0 +1,525 @@
+#include "bridge/core/terminals.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <thread>
+
+#include "bridge/base/log.h"
+#include "bridge/core/endpoint_cache.h"
+#include "bridge/core/shell_quote.h"
+#include "bridge/opensandbox/pty_frames.h"
+
+namespace abx::core {
+namespace {
+
+using opensandbox::PtyFrame;
+
+// Output the holder lags behind by before the bridge stops reading from execd (TCP then
+// pushes back on it), and the lag at which it reads again.
+constexpr uint64_t kPauseLagBytes = 512 << 10;
+constexpr uint64_t kResumeLagBytes = 128 << 10;
+// One pty.output carries at most this much.
+constexpr size_t kChunkBytes = 64 << 10;
+
+}  // namespace
+
+// One terminal: its WebSocket, the output it kept, its holder and the delivery thread.
+class Terminal : public std::enable_shared_from_this<Terminal> {
+ public:
+  Terminal(std::string sandbox_id, std::string pty_id, bool keep, opensandbox::ExecdClient execd)
+      : sandbox_id_(std::move(sandbox_id)), pty_id_(std::move(pty_id)), keep_(keep), execd_(std::move(execd)) {}
+
+  ~Terminal() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (deliverer_.joinable()) deliverer_.join();
+    if (socket_) socket_->Abort();
+  }
+
+  const std::string& sandbox_id() const { return sandbox_id_; }
+  const std::string& pty_id() const { return pty_id_; }
+  bool keep() const { return keep_; }
+
+  // Output is counted from `offset` on (a terminal this bridge did not open).
+  void StartAt(uint64_t offset) {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_from_ = end_ = offset;
+  }
+
+  // Connects from the current end and waits for execd's `connected`.
+  Status Connect(bool takeover, CancelToken* cancel, int64_t timeout_ms) {
+    std::weak_ptr<Terminal> weak = weak_from_this();
+    http::WebSocket::Handlers handlers;
+    handlers.on_message = [weak](bool text, std::string payload) {
+      if (auto self = weak.lock()) self->OnMessage(text, std::move(payload));
+    };
+    handlers.on_end = [weak](const http::WebSocketEnd& end) {
+      if (auto self = weak.lock()) self->OnEnd(end);
+    };
+    uint64_t since;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      since = end_;
+      if (!deliverer_.joinable()) deliverer_ = std::thread([this] { Deliver(); });
+    }
+    ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
+                         execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
+    std::unique_lock<std::mutex> lock(mu_);
+    socket_ = socket;
+    const bool got = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                  [&] { return connected_ || ended_ || cancel->cancelled(); });
+    if (connected_) return OkStatus();
+    if (start_error_) return *start_error_;
+    if (ended_ && end_error_) return *end_error_;
+    lock.unlock();
+    socket->Abort();
+    if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "connecting to terminal " + pty_id_ + " was cancelled");
+    return MakeError(got ? ErrorCode::kUnreachable : ErrorCode::kTimeout,
+                     "terminal " + pty_id_ + ": execd did not confirm the connection");
+  }
+
+  void Send(bool text, std::string payload) {
+    std::shared_ptr<http::WebSocket> socket;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      socket = socket_;
+    }
+    if (socket) socket->Send(text, std::move(payload));
+  }
+
+  bool Holds(const TerminalHolder* holder) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return holder_ && holder_.get() == holder;
+  }
+
+  bool ended() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ended_;
+  }
+
+  // `holder` holds the terminal from now on, output replayed from `since`; the earlier
+  // holder is told where it stopped. `answer` runs before any replayed byte goes out.
+  Status SetHolder(std::shared_ptr<TerminalHolder> holder, std::optional<uint64_t> since,
+                   const std::function<void(uint64_t, uint64_t)>& answer) {
+    uint64_t offset, lost;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const uint64_t from = since.value_or(end_);
+      if (from > end_) {
+        return InvalidParams("since", "since is beyond the end of the terminal's output (" + std::to_string(end_) + ")");
+      }
+      offset = std::max(from, kept_from_);
+      lost = offset - from;
+      if (holder_ && holder_ != holder) detached_.push_back({holder_, holder_next_, "taken_over"});
+      WaitNotCalling(lock, holder_.get());
+      holder_ = std::move(holder);
+      holder_next_ = offset;
+      exit_delivered_ = false;
+      hold_delivery_ = true;
+    }
+    cv_.notify_all();
+    answer(offset, lost);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hold_delivery_ = false;
+    }
+    cv_.notify_all();
+    return OkStatus();
+  }
+
+  // The holder's session ends: nothing reaches it after this returns (a call to it in
+  // progress is waited for, a notice still queued for it is dropped).
+  void Detach(const TerminalHolder* holder) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (auto it = detached_.begin(); it != detached_.end();) {
+      it = it->holder.get() == holder ? detached_.erase(it) : std::next(it);
+    }
+    WaitNotCalling(lock, holder);
+    if (holder_ && holder_.get() == holder) holder_.reset();
+    Flow();
+  }
+
+  // Waits until the holder got the exit (or there is none), at most `timeout_ms`.
+  void WaitExitDelivered(int64_t timeout_ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                 [&] { return ended_ && (!holder_ || exit_delivered_); });
+  }
+
+  void Abort() {
+    std::shared_ptr<http::WebSocket> socket;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+      socket = socket_;
+    }
+    if (socket) socket->Abort();
+  }
+
+  TerminalInfo Info() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return TerminalInfo{pty_id_, !ended_, end_, holder_ != nullptr, keep_};
+  }
+
+ private:
+  struct DetachNotice {
+    std::shared_ptr<TerminalHolder> holder;
+    uint64_t offset;
+    std::string reason;
+  };
+
+  void WaitNotCalling(std::unique_lock<std::mutex>& lock, const TerminalHolder* holder) {
+    cv_.wait(lock, [&] { return calling_ == nullptr || calling_ != holder; });
+  }
+
+  // On the WebSocket's thread.
+  void OnMessage(bool text, std::string payload) {
+    auto frame = opensandbox::DecodePtyFrame(text, std::move(payload));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!frame.ok()) {
+      log::Warn("pty.bad_frame", {{"pty_id", pty_id_}, {"error", frame.error().message}});
+      return;
+    }
+    switch (frame->kind) {
+      case PtyFrame::Kind::kReplay:
+        if (frame->replay_offset > end_) {  // execd's window began past what we have
+          kept_.clear();
+          kept_from_ = end_ = frame->replay_offset;
+        }
+        if (frame->replay_offset + frame->data.size() > end_) {
+          AppendLocked(frame->data.substr(static_cast<size_t>(end_ - frame->replay_offset)));
+        }
+        break;
+      case PtyFrame::Kind::kOutput:
+      case PtyFrame::Kind::kStderr:
+        AppendLocked(frame->data);
+        break;
+      case PtyFrame::Kind::kConnected:
+        connected_ = true;
+        break;
+      case PtyFrame::Kind::kExit:
+        ended_ = true;
+        if (frame->exit_code >= 0) exit_code_ = frame->exit_code;
+        break;
+      case PtyFrame::Kind::kError:
+        if (frame->code == "START_FAILED" || frame->code == "ALREADY_CONNECTED") {
+          start_error_ = MakeError(frame->code == "START_FAILED" ? ErrorCode::kUpstream : ErrorCode::kInvalidState,
+                                   "terminal " + pty_id_ + ": " + frame->error);
+        }
+        break;
+      default:
+        break;
+    }
+    cv_.notify_all();
+  }
+
+  void OnEnd(const http::WebSocketEnd& end) {
+    std::lock_guard<std::mutex> lock(mu_);
+    socket_.reset();
+    if (!ended_) {
+      ended_ = true;
+      if (!closing_) {
+        end_error_ = MakeError(ErrorCode::kUnreachable,
+                               "the connection to terminal " + pty_id_ + " was lost" +
+                                   (end.error.empty() ? "" : " (" + end.error + ")"));
+      }
+    }
+    cv_.notify_all();
+  }
+
+  void AppendLocked(const std::string& data) {
+    kept_ += data;
+    end_ += data.size();
+    if (kept_.size() > Terminals::kKeptBytes + (Terminals::kKeptBytes >> 2)) {
+      const size_t drop = kept_.size() - Terminals::kKeptBytes;
+      kept_.erase(0, drop);
+      kept_from_ += drop;
+    }
+    Flow();
+  }
+
+  // Reading from execd pauses while the holder lags far behind, so nothing it is owed
+  // leaves the kept window.
+  void Flow() {
+    const uint64_t lag = holder_ ? end_ - std::min(end_, holder_next_) : 0;
+    const bool pause = lag > kPauseLagBytes;
+    if (pause == paused_ || (!pause && lag > kResumeLagBytes)) return;
+    paused_ = pause;
+    if (socket_) socket_->SetReading(!pause);
+  }
+
+  // The delivery thread.
+  void Deliver() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] {
+        if (stopping_) return true;
+        if (!detached_.empty()) return true;
+        if (hold_delivery_ || !holder_) return false;
+        return holder_next_ < end_ || (ended_ && !exit_delivered_);
+      });
+      if (stopping_) return;
+      if (!detached_.empty()) {
+        DetachNotice notice = std::move(detached_.front());
+        detached_.pop_front();
+        Call(lock, notice.holder, [&](TerminalHolder* h) { h->OnDetached(pty_id_, notice.offset, notice.reason); });
+        continue;
+      }
+      std::shared_ptr<TerminalHolder> holder = holder_;
+      if (holder_next_ < end_) {
+        holder_next_ = std::max(holder_next_, kept_from_);  // a gap shows in the offsets
+        const uint64_t offset = holder_next_;
+        const size_t size = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, end_ - offset));
+        std::string chunk = kept_.substr(static_cast<size_t>(offset - kept_from_), size);
+        holder_next_ += size;
+        Flow();
+        Call(lock, holder, [&](TerminalHolder* h) { h->OnOutput(pty_id_, offset, chunk); });
+        continue;
+      }
+      exit_delivered_ = true;
+      const std::optional<int> code = exit_code_;
+      const std::optional<Error> error = end_error_;
+      const uint64_t offset = end_;
+      Call(lock, holder, [&](TerminalHolder* h) { h->OnExit(pty_id_, code, offset, error); });
+      cv_.notify_all();
+    }
+  }
+
+  template <typename F>
+  void Call(std::unique_lock<std::mutex>& lock, const std::shared_ptr<TerminalHolder>& holder, F&& call) {
+    calling_ = holder.get();
+    lock.unlock();
+    call(holder.get());
+    lock.lock();
+    calling_ = nullptr;
+    cv_.notify_all();
+  }
+
+  const std::string sandbox_id_;
+  const std::string pty_id_;
+  const bool keep_;
+  opensandbox::ExecdClient execd_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string kept_;         // output [kept_from_, end_)
+  uint64_t kept_from_ = 0;
+  uint64_t end_ = 0;
+  bool connected_ = false;
+  bool ended_ = false;       // the shell exited, or the connection ended for good
+  bool closing_ = false;     // the bridge itself ends the connection
+  std::optional<int> exit_code_;
+  std::optional<Error> start_error_;
+  std::optional<Error> end_error_;
+  std::shared_ptr<http::WebSocket> socket_;
+  bool paused_ = false;
+  std::shared_ptr<TerminalHolder> holder_;
+  uint64_t holder_next_ = 0;
+  bool exit_delivered_ = false;
+  bool hold_delivery_ = false;
+  std::deque<DetachNotice> detached_;
+  const TerminalHolder* calling_ = nullptr;
+  bool stopping_ = false;
+  std::thread deliverer_;
+};
+
+TerminalRegistry::~TerminalRegistry() = default;
+
+namespace {
+std::string Key(const std::string& sandbox_id, const std::string& pty_id) { return sandbox_id + "\n" + pty_id; }
+}  // namespace
+
+std::shared_ptr<Terminal> TerminalRegistry::Find(const std::string& sandbox_id, const std::string& pty_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = terminals_.find(Key(sandbox_id, pty_id));
+  return it == terminals_.end() ? nullptr : it->second;
+}
+
+void TerminalRegistry::Add(std::shared_ptr<Terminal> terminal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  terminals_[Key(terminal->sandbox_id(), terminal->pty_id())] = std::move(terminal);
+}
+
+void TerminalRegistry::Remove(const Terminal* terminal) {
+  std::shared_ptr<Terminal> removed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = terminals_.find(Key(terminal->sandbox_id(), terminal->pty_id()));
+    if (it == terminals_.end() || it->second.get() != terminal) return;
+    removed = std::move(it->second);
+    terminals_.erase(it);
+  }
+}
+
+std::vector<std::shared_ptr<Terminal>> TerminalRegistry::Of(const std::string& sandbox_id) {
+  std::vector<std::shared_ptr<Terminal>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string prefix = sandbox_id + "\n";
+  for (auto& [key, terminal] : terminals_) {
+    if (sandbox_id.empty() || key.compare(0, prefix.size(), prefix) == 0) out.push_back(terminal);
+  }
+  return out;
+}
+
+std::optional<TerminalSignal> TerminalSignalFor(const std::string& signal) {
+  std::string name;
+  for (char c : signal) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  static const std::map<std::string, std::string> kNumbers = {{"1", "HUP"},  {"2", "INT"},  {"3", "QUIT"},
+                                                             {"9", "KILL"}, {"15", "TERM"}, {"20", "TSTP"}};
+  if (auto it = kNumbers.find(name); it != kNumbers.end()) name = it->second;
+  if (name == "INT") return TerminalSignal{"\x03", ""};
+  if (name == "QUIT") return TerminalSignal{"\x1c", ""};
+  if (name == "TSTP") return TerminalSignal{"\x1a", ""};
+  if (name == "TERM" || name == "KILL" || name == "HUP") return TerminalSignal{"", "SIG" + name};
+  return std::nullopt;
+}
+
+std::string TerminalCommand(const TerminalOpenSpec& spec) {
+  std::string command = "env TERM=" + ShellQuote(spec.term.empty() ? "xterm-256color" : spec.term);
+  for (const auto& [key, value] : spec.env) command += " " + ShellQuote(key + "=" + value);
+  return command + " " + (spec.command.empty() ? "bash --norc --noprofile" : spec.command);
+}
+
+Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
+                                    CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
+  auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd);
+  const int64_t timeout_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
+  Status connected = terminal->Connect(false, cancel, timeout_ms);
+  if (!connected.ok()) {
+    CancelToken uncancellable;
+    execd.DeletePty(pty_id, &uncancellable);
+    return connected.error().Within("open terminal");
+  }
+  if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows));
+  terminal->SetHolder(std::move(holder), 0, [](uint64_t, uint64_t) {});
+  upstream_->terminals().Add(terminal);
+  return pty_id;
+}
+
+Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_id, std::optional<uint64_t> since,
+                         std::shared_ptr<TerminalHolder> holder,
+                         const std::function<void(uint64_t, uint64_t)>& answer, CancelToken* cancel) {
+  std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
+  if (!terminal) {
+    // One this bridge does not hold (another daemon opened it, or this one restarted):
+    // execd's window of it. A shell that already ended is never started again.
+    ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+    ABX_ASSIGN_OR_RETURN(opensandbox::PtyStatus status, execd.GetPty(pty_id, cancel));
+    if (since && *since > status.output_offset) {
+      return InvalidParams("since", "since is beyond the end of the terminal's output (" +
+                                        std::to_string(status.output_offset) + ")");
+    }
+    if (!status.running) {
+      return MakeError(ErrorCode::kNotFound, "terminal " + pty_id + " has ended and this bridge kept nothing of it");
+    }
+    terminal = std::make_shared<Terminal>(sandbox_id, pty_id, /*keep=*/true, execd);
+    terminal->StartAt(since.value_or(status.output_offset));
+    Status connected = terminal->Connect(true, cancel, static_cast<int64_t>(config_->request_timeout_s * 1000));
+    if (!connected.ok()) return connected.error().Within("attach terminal");
+    upstream_->terminals().Add(terminal);
+    return terminal->SetHolder(std::move(holder), since, answer);
+  }
+  const bool ended = terminal->ended();
+  Status held = terminal->SetHolder(holder, since, answer);
+  if (!held.ok()) return held;
+  if (ended) {
+    // What it kept, then its exit; after that the terminal is gone.
+    terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
+    upstream_->terminals().Remove(terminal.get());
+  }
+  return OkStatus();
+}
+
+namespace {
+
+Result<std::shared_ptr<Terminal>> Held(EndpointCache* upstream, const std::string& sandbox_id,
+                                       const std::string& pty_id, const TerminalHolder* holder) {
+  std::shared_ptr<Terminal> terminal = upstream->terminals().Find(sandbox_id, pty_id);
+  if (!terminal) {
+    Error e = MakeError(ErrorCode::kNotFound, "terminal " + pty_id + " is not open in sandbox " + sandbox_id);
+    e.field = "pty_id";
+    return e;
+  }
+  if (!terminal->Holds(holder)) {
+    return MakeError(ErrorCode::kInvalidState,
+                     "terminal " + pty_id + " is not attached to this session; pty.attach it first");
+  }
+  return terminal;
+}
+
+}  // namespace
+
+Status Terminals::Input(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
+                        std::string bytes) {
+  ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
+  terminal->Send(false, opensandbox::PtyStdinFrame(bytes));
+  return OkStatus();
+}
+
+Status Terminals::Resize(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
+                         int cols, int rows) {
+  ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
+  terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows));
+  return OkStatus();
+}
+
+Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
+                         const std::string& signal) {
+  auto what = TerminalSignalFor(signal);
+  if (!what) {
+    Error e = MakeError(ErrorCode::kUnsupported, "signal " + signal +
+                                                     " cannot reach a terminal: SIGINT, SIGQUIT, SIGTSTP, SIGTERM, "
+                                                     "SIGKILL and SIGHUP can");
+    e.field = "signal";
+    return e;
+  }
+  ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
+  if (!what->input.empty()) {
+    terminal->Send(false, opensandbox::PtyStdinFrame(what->input));
+  } else {
+    terminal->Send(true, opensandbox::PtySignalFrame(what->frame));
+  }
+  return OkStatus();
+}
+
+Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& pty_id, CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(bool deleted, execd.DeletePty(pty_id, cancel));
+  std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
+  if (!terminal) return deleted;
+  // execd's exit frame reaches the holder before the answer.
+  terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
+  terminal->Abort();
+  upstream_->terminals().Remove(terminal.get());
+  return true;
+}
+
+std::vector<TerminalInfo> Terminals::List(const std::string& sandbox_id) {
+  std::vector<TerminalInfo> out;
+  for (const auto& terminal : upstream_->terminals().Of(sandbox_id)) out.push_back(terminal->Info());
+  return out;
+}
+
+void Terminals::Release(const TerminalHolder* holder) {
+  for (const auto& terminal : upstream_->terminals().Of("")) {
+    const bool held = terminal->Holds(holder);
+    terminal->Detach(holder);
+    if (!held || terminal->keep()) continue;
+    CancelToken uncancellable;  // bounded by request_timeout
+    auto closed = Close(terminal->sandbox_id(), terminal->pty_id(), &uncancellable);
+    if (!closed.ok()) {
+      log::Warn("pty.cleanup_failed", {{"pty_id", terminal->pty_id()}, {"error", closed.error().message}});
+    }
+  }
+}
+
+}  // namespace abx::core

@@ -1,0 +1,270 @@
+// pty end to end (docs/epp1.md §3 "pty"): the real shim and bridge against the fake,
+// whose terminals are real pseudo-terminals running bash. Typed input echoed, the size
+// a terminal opens at and a resize, Ctrl-C through pty.signal, exit with its code, a kept
+// terminal reattached from a second shim with `since` replaying byte for byte, a second
+// holder taking over from the first, terminals without keep closed with their session,
+// TERM and env reaching the shell, and the errors of bad requests.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Unbase64(const std::string& text) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int bits = 0, value = 0;
+  for (char c : text) {
+    const size_t at = kAlphabet.find(c);
+    if (at == std::string::npos) continue;  // padding
+    value = (value << 6) | static_cast<int>(at);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((value >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+class PtyTest : public TestEnv {
+ protected:
+  void SetUp() override {
+    TestEnv::SetUp();
+    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
+  }
+
+  std::string Open(EppSession* shim, const std::string& extra = "") {
+    std::string params = JsonObject().Str("sandbox_id", sandbox_).str();
+    if (!extra.empty()) params = params.substr(0, params.size() - 1) + "," + extra + "}";
+    MessagePtr r = shim->Request("pty.open", params, Millis(30000));
+    if (!r || r->IsError()) {
+      ADD_FAILURE() << "pty.open: " << (r ? r->raw : "no answer");
+      return "";
+    }
+    return GetString(r->result(), "pty_id");
+  }
+  MessagePtr Call(EppSession* shim, const std::string& method, const std::string& pty, const std::string& extra = "") {
+    std::string params = JsonObject().Str("sandbox_id", sandbox_).Str("pty_id", pty).str();
+    if (!extra.empty()) params = params.substr(0, params.size() - 1) + "," + extra + "}";
+    MessagePtr r = shim->Request(method, params, Millis(30000));
+    if (!r) ADD_FAILURE() << "no answer to " << method;
+    return r;
+  }
+  bool Type(EppSession* shim, const std::string& pty, const std::string& text) {
+    MessagePtr r = Call(shim, "pty.input", pty, "\"data\":" + JsonQuote(text));
+    if (r && r->IsError()) ADD_FAILURE() << "pty.input: " << r->raw;
+    return r && !r->IsError();
+  }
+  // The terminal's output as `shim` got it, checked to be contiguous from its first
+  // offset; *first gets that offset.
+  std::string Output(EppSession* shim, const std::string& pty, uint64_t* first = nullptr) {
+    std::string out;
+    std::optional<uint64_t> next;
+    for (const MessagePtr& n : shim->NotificationsByMethod("pty.output")) {
+      if (GetString(n->params(), "pty_id") != pty) continue;
+      const uint64_t offset = static_cast<uint64_t>(GetInt(n->params(), "offset"));
+      if (!next) {
+        next = offset;
+        if (first) *first = offset;
+      }
+      EXPECT_EQ(offset, *next) << "a gap or a repeat in pty.output";
+      const std::string data = Unbase64(GetString(n->params(), "data"));
+      out += data;
+      *next = offset + data.size();
+    }
+    return out;
+  }
+  bool WaitOutput(EppSession* shim, const std::string& pty, const std::string& needle,
+                  Millis timeout = Millis(10000)) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (Output(shim, pty).find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(Millis(20));
+    }
+    ADD_FAILURE() << "no \"" << needle << "\" in the terminal's output: " << Output(shim, pty);
+    return false;
+  }
+  MessagePtr WaitFor(EppSession* shim, const std::string& method, const std::string& pty,
+                     Millis timeout = Millis(10000)) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      for (const MessagePtr& n : shim->NotificationsByMethod(method)) {
+        if (GetString(n->params(), "pty_id") == pty) return n;
+      }
+      std::this_thread::sleep_for(Millis(20));
+    }
+    return nullptr;
+  }
+
+  EppSession* shim_ = nullptr;
+  std::string sandbox_;
+};
+
+TEST_F(PtyTest, ATerminalEchoesOpensAtItsSizeStopsAJobAndExits) {
+  const std::string pty = Open(shim_, "\"cols\":100,\"rows\":30");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "stty size; echo $((6*7))-x\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "42-x"));
+  uint64_t first = 99;
+  const std::string shown = Output(shim_, pty, &first);
+  EXPECT_EQ(first, 0u);
+  EXPECT_NE(shown.find("30 100"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("stty size; echo $((6*7))-x"), std::string::npos) << "typed input is echoed: " << shown;
+
+  MessagePtr r = Call(shim_, "pty.resize", pty, "\"cols\":120,\"rows\":40");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->IsError()) << r->raw;
+  ASSERT_TRUE(Type(shim_, pty, "stty size\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "40 120"));
+
+  // SIGINT reaches the foreground job as the keyboard's ^C does; the shell lives.
+  const std::string sleeper = "sleep 100." + std::to_string(::getpid()) + "9";
+  ASSERT_TRUE(Type(shim_, pty, sleeper + "\n"));
+  bool running = false;
+  for (int i = 0; i < 100 && !running; ++i) {
+    std::this_thread::sleep_for(Millis(50));
+    MessagePtr listed = shim_->Request("process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+    running = listed && listed->raw.find(sleeper) != std::string::npos;
+  }
+  ASSERT_TRUE(running);
+  r = Call(shim_, "pty.signal", pty, "\"signal\":\"SIGINT\"");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->IsError()) << r->raw;
+  ASSERT_TRUE(WaitOutput(shim_, pty, "^C"));
+  std::this_thread::sleep_for(Millis(200));
+  ASSERT_TRUE(Type(shim_, pty, "echo $((40+2))-alive\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "42-alive"));
+
+  ASSERT_TRUE(Type(shim_, pty, "exit 3\n"));
+  MessagePtr exit = WaitFor(shim_, "pty.exit", pty);
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 3) << exit->raw;
+  EXPECT_TRUE(IsNull(exit->params(), "error")) << exit->raw;
+  EXPECT_EQ(static_cast<uint64_t>(GetInt(exit->params(), "offset")), Output(shim_, pty).size());
+  for (const MessagePtr& n : shim_->NotificationsByMethod("pty.output")) EXPECT_LT(n->index, exit->index);
+  EXPECT_EQ(shim_->NotificationsByMethod("pty.exit").size(), 1u);
+}
+
+TEST_F(PtyTest, AKeptTerminalIsReattachedFromAnotherShimWithSince) {
+  EppSession* first = StartInitializedShim();
+  ASSERT_NE(first, nullptr);
+  const std::string pty = Open(first, "\"keep\":true");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(first, pty, "echo one-$((1))\n"));
+  ASSERT_TRUE(WaitOutput(first, pty, "one-1\r\n"));
+  const std::string seen = Output(first, pty);
+  first->CloseStdin();
+  ASSERT_TRUE(first->WaitExit(Millis(20000)).has_value());
+
+  MessagePtr attached = Call(shim_, "pty.attach", pty, "\"since\":0");
+  ASSERT_NE(attached, nullptr);
+  ASSERT_FALSE(attached->IsError()) << attached->raw;
+  EXPECT_EQ(GetInt(attached->result(), "offset", -1), 0);
+  EXPECT_EQ(GetInt(attached->result(), "lost", -1), 0);
+  ASSERT_TRUE(Type(shim_, pty, "echo two-$((2))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "two-2\r\n"));
+  const std::string replayed = Output(shim_, pty);
+  EXPECT_EQ(replayed.compare(0, seen.size(), seen), 0) << "the replay repeats what the first shim got, byte for byte";
+  for (const MessagePtr& n : shim_->NotificationsByMethod("pty.output")) EXPECT_GT(n->index, attached->index);
+
+  MessagePtr listed = shim_->Request("pty.list", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(listed, nullptr);
+  EXPECT_NE(listed->raw.find("\"pty_id\":\"" + pty + "\",\"running\":true"), std::string::npos) << listed->raw;
+  EXPECT_NE(listed->raw.find("\"attached\":true"), std::string::npos) << listed->raw;
+
+  MessagePtr closed = Call(shim_, "pty.close", pty);
+  ASSERT_NE(closed, nullptr);
+  EXPECT_TRUE(GetBool(closed->result(), "closed")) << closed->raw;
+  MessagePtr exit = WaitFor(shim_, "pty.exit", pty, Millis(1000));
+  ASSERT_NE(exit, nullptr) << "pty.close answers after the holder got pty.exit";
+  EXPECT_LT(exit->index, closed->index);
+  EXPECT_TRUE(IsNull(exit->params(), "exit_code")) << exit->raw;  // killed
+  closed = Call(shim_, "pty.close", pty);
+  ASSERT_NE(closed, nullptr);
+  EXPECT_FALSE(GetBool(closed->result(), "closed", true)) << closed->raw;
+}
+
+TEST_F(PtyTest, ASecondHolderDetachesTheFirst) {
+  const std::string pty = Open(shim_);
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo mine-$((3))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "mine-3\r\n"));
+  EppSession* second = StartInitializedShim();
+  ASSERT_NE(second, nullptr);
+  MessagePtr attached = Call(second, "pty.attach", pty);  // from the end
+  ASSERT_NE(attached, nullptr);
+  ASSERT_FALSE(attached->IsError()) << attached->raw;
+  MessagePtr detached = WaitFor(shim_, "pty.detached", pty);
+  ASSERT_NE(detached, nullptr);
+  EXPECT_EQ(GetString(detached->params(), "reason"), "taken_over");
+  EXPECT_EQ(static_cast<uint64_t>(GetInt(detached->params(), "offset")), Output(shim_, pty).size());
+  MessagePtr refused = Call(shim_, "pty.input", pty, "\"data\":\"x\"");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->EppCode(), "E8007") << refused->raw;
+  ASSERT_TRUE(Type(second, pty, "echo theirs-$((4))\n"));
+  ASSERT_TRUE(WaitOutput(second, pty, "theirs-4\r\n"));
+  EXPECT_EQ(Output(shim_, pty).find("theirs-4"), std::string::npos);
+}
+
+TEST_F(PtyTest, TerminalsWithoutKeepCloseWithTheirSession) {
+  EppSession* first = StartInitializedShim();
+  ASSERT_NE(first, nullptr);
+  const std::string pty = Open(first);
+  ASSERT_FALSE(pty.empty());
+  first->CloseStdin();
+  ASSERT_TRUE(first->WaitExit(Millis(20000)).has_value());
+  MessagePtr attached = Call(shim_, "pty.attach", pty);
+  ASSERT_NE(attached, nullptr);
+  EXPECT_EQ(attached->EppCode(), "E8005") << attached->raw;
+}
+
+TEST_F(PtyTest, TermAndEnvReachTheShell) {
+  const std::string pty = Open(shim_, "\"term\":\"vt100\",\"env\":{\"GREETING\":\"hi there\"}");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo \"[$TERM|$GREETING]\"\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "[vt100|hi there]"));
+  // A program in place of the shell: its exit is the terminal's.
+  const std::string program = Open(shim_, "\"command\":\"sh -c 'echo from-program; exit 7'\"");
+  ASSERT_FALSE(program.empty());
+  MessagePtr exit = WaitFor(shim_, "pty.exit", program);
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 7) << exit->raw;
+  EXPECT_NE(Output(shim_, program).find("from-program"), std::string::npos);
+}
+
+TEST_F(PtyTest, BadRequestsAreRefused) {
+  const std::string pty = Open(shim_);
+  ASSERT_FALSE(pty.empty());
+  MessagePtr r = Call(shim_, "pty.signal", pty, "\"signal\":\"SIGUSR1\"");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8004") << r->raw;
+  r = Call(shim_, "pty.resize", pty, "\"cols\":0,\"rows\":10");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+  EXPECT_EQ(GetString(r->error(), "data.field"), "cols");
+  r = Call(shim_, "pty.attach", pty, "\"since\":99999999");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+  r = Call(shim_, "pty.attach", "no-such-terminal");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8005") << r->raw;
+  r = Call(shim_, "pty.input", pty, "\"data\":\"!!\",\"encoding\":\"base64\"");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+}
+
+}  // namespace
+}  // namespace abx::e2e

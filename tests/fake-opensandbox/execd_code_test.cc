@@ -171,8 +171,16 @@ TEST_F(CodeTest, InterruptStopsTheRunAndKeepsTheState) {
   auto events = running.get();
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(2));
   EXPECT_NE(events[events.size() - 2].raw.find("KeyboardInterrupt"), std::string::npos);
-  events = RunEvents(id, "kept");
-  EXPECT_NE(events[events.size() - 2].raw.find(R"("text":"'yes'")"), std::string::npos);
+  // The kernel runs code with stop_on_error, as execd asks: a request that reaches it in
+  // the moment after the interrupt's error is aborted and answers empty (the provider
+  // waits that moment out, docs/mapping.md). A slow build can hit that moment: ask again.
+  bool kept = false;
+  for (int attempt = 0; attempt < 20 && !kept; ++attempt) {
+    if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    events = RunEvents(id, "kept");
+    kept = events.size() >= 2 && events[events.size() - 2].raw.find(R"("text":"'yes'")") != std::string::npos;
+  }
+  EXPECT_TRUE(kept) << "the context lost its state: " << events.back().raw;
 }
 
 TEST_F(CodeTest, ContextsAreListedFoundAndDeleted) {

@@ -23,6 +23,13 @@ constexpr uint64_t kPauseLagBytes = 512 << 10;
 constexpr uint64_t kResumeLagBytes = 128 << 10;
 // One pty.output carries at most this much.
 constexpr size_t kChunkBytes = 64 << 10;
+// execd's close code for a client another one took over from.
+constexpr int kTakenOverCode = 4001;
+// Two drops within this long: the connection is given up as lost.
+constexpr auto kDropWindow = std::chrono::seconds(10);
+constexpr int64_t kRestoreTimeoutMs = 15000;
+// Input held while a connection is restored.
+constexpr size_t kPendingInputBytes = 1 << 20;
 
 }  // namespace
 
@@ -39,6 +46,14 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     }
     cv_.notify_all();
     if (deliverer_.joinable()) deliverer_.join();
+    if (restorer_.joinable()) {
+      // The restorer holds the terminal while it works: the last reference may be its own.
+      if (restorer_.get_id() == std::this_thread::get_id()) {
+        restorer_.detach();
+      } else {
+        restorer_.join();
+      }
+    }
     if (socket_) socket_->Abort();
   }
 
@@ -55,26 +70,35 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   // Connects from the current end and waits for execd's `connected`.
   Status Connect(bool takeover, CancelToken* cancel, int64_t timeout_ms) {
     std::weak_ptr<Terminal> weak = weak_from_this();
-    http::WebSocket::Handlers handlers;
-    handlers.on_message = [weak](bool text, std::string payload) {
-      if (auto self = weak.lock()) self->OnMessage(text, std::move(payload));
-    };
-    handlers.on_end = [weak](const http::WebSocketEnd& end) {
-      if (auto self = weak.lock()) self->OnEnd(end);
-    };
-    uint64_t since;
+    uint64_t since, generation;
     {
       std::lock_guard<std::mutex> lock(mu_);
       since = end_;
+      generation = ++generation_;  // what an earlier connection still says is stale
+      connected_ = false;
+      start_error_.reset();
       if (!deliverer_.joinable()) deliverer_ = std::thread([this] { Deliver(); });
     }
+    http::WebSocket::Handlers handlers;
+    handlers.on_message = [weak, generation](bool text, std::string payload) {
+      if (auto self = weak.lock()) self->OnMessage(generation, text, std::move(payload));
+    };
+    handlers.on_end = [weak, generation](const http::WebSocketEnd& end) {
+      if (auto self = weak.lock()) self->OnEnd(generation, end);
+    };
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
                          execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
     std::unique_lock<std::mutex> lock(mu_);
-    socket_ = socket;
+    if (generation == generation_ && !dropped_) socket_ = socket;
     const bool got = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                                  [&] { return connected_ || ended_ || cancel->cancelled(); });
-    if (connected_) return OkStatus();
+                                  [&] { return connected_ || ended_ || dropped_ || cancel->cancelled(); });
+    if (connected_ && !dropped_) {
+      // Input typed while the connection was being restored goes first.
+      for (std::string& frame : pending_input_) socket->Send(false, std::move(frame));
+      pending_input_.clear();
+      pending_bytes_ = 0;
+      return OkStatus();
+    }
     if (start_error_) return *start_error_;
     if (ended_ && end_error_) return *end_error_;
     lock.unlock();
@@ -84,13 +108,43 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
                      "terminal " + pty_id_ + ": execd did not confirm the connection");
   }
 
-  void Send(bool text, std::string payload) {
+  // Queued for execd. While the connection is being restored, input waits (at most
+  // 1 MiB, then E8008) and a resize or signal is dropped.
+  Status Send(bool text, std::string payload) {
     std::shared_ptr<http::WebSocket> socket;
     {
       std::lock_guard<std::mutex> lock(mu_);
       socket = socket_;
+      if (!socket) {
+        if (ended_) return MakeError(ErrorCode::kInvalidState, "terminal " + pty_id_ + " has ended");
+        if (text) return OkStatus();
+        if (pending_bytes_ + payload.size() > kPendingInputBytes) {
+          return MakeError(ErrorCode::kTooLarge, "terminal " + pty_id_ +
+                                                     " is reconnecting and already has 1 MiB of input waiting");
+        }
+        pending_bytes_ += payload.size();
+        pending_input_.push_back(std::move(payload));
+        return OkStatus();
+      }
     }
-    if (socket) socket->Send(text, std::move(payload));
+    socket->Send(text, std::move(payload));
+    return OkStatus();
+  }
+
+  // A terminal whose connection was given up (taken over elsewhere, or lost): connect
+  // again, taking it over, as an attach does. Fine when it is connected or ended.
+  Status Restore(CancelToken* cancel, int64_t timeout_ms) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (socket_ || ended_ || restoring_) return OkStatus();
+      restoring_ = true;
+      dropped_ = false;
+    }
+    Status st = RestoreFromExecd(cancel, timeout_ms);
+    std::lock_guard<std::mutex> lock(mu_);
+    restoring_ = false;
+    cv_.notify_all();
+    return st;
   }
 
   bool Holds(const TerminalHolder* holder) {
@@ -179,9 +233,10 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   }
 
   // On the WebSocket's thread.
-  void OnMessage(bool text, std::string payload) {
+  void OnMessage(uint64_t generation, bool text, std::string payload) {
     auto frame = opensandbox::DecodePtyFrame(text, std::move(payload));
     std::lock_guard<std::mutex> lock(mu_);
+    if (generation != generation_) return;
     if (!frame.ok()) {
       log::Warn("pty.bad_frame", {{"pty_id", pty_id_}, {"error", frame.error().message}});
       return;
@@ -219,18 +274,78 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     cv_.notify_all();
   }
 
-  void OnEnd(const http::WebSocketEnd& end) {
+  void OnEnd(uint64_t generation, const http::WebSocketEnd& end) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (generation != generation_) return;
     socket_.reset();
-    if (!ended_) {
+    paused_ = false;
+    if (ended_ || closing_) {
       ended_ = true;
-      if (!closing_) {
-        end_error_ = MakeError(ErrorCode::kUnreachable,
-                               "the connection to terminal " + pty_id_ + " was lost" +
-                                   (end.error.empty() ? "" : " (" + end.error + ")"));
+    } else if (!connected_) {
+      // While connecting: Connect reports it.
+      ended_ = true;
+      end_error_ = MakeError(ErrorCode::kUnreachable, "the connection to terminal " + pty_id_ + " ended at once" +
+                                                          (end.error.empty() ? "" : " (" + end.error + ")"));
+    } else if (end.close_code == kTakenOverCode) {
+      // Another client has it now: the holder is told; an attach takes it back.
+      GiveUpLocked("taken_over");
+    } else {
+      // Dropped while the shell lives: restored from the next byte owed, unless that
+      // keeps happening (execd's takeover code can be missed).
+      const auto now = std::chrono::steady_clock::now();
+      while (!drops_.empty() && now - drops_.front() > kDropWindow) drops_.pop_front();
+      drops_.push_back(now);
+      if (drops_.size() >= 2) {
+        GiveUpLocked("lost");
+      } else if (!restoring_) {
+        restoring_ = true;
+        if (restorer_.joinable()) restorer_.detach();  // finished: it cleared restoring_
+        restorer_ = std::thread([self = shared_from_this()] { self->RestoreInBackground(); });
       }
     }
     cv_.notify_all();
+  }
+
+  void GiveUpLocked(const std::string& reason) {
+    dropped_ = true;
+    if (holder_) {
+      detached_.push_back({holder_, holder_next_, reason});
+      holder_.reset();
+    }
+  }
+
+  void RestoreInBackground() {
+    CancelToken never;
+    Status st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    std::lock_guard<std::mutex> lock(mu_);
+    restoring_ = false;
+    if (!st.ok() && !ended_) {
+      log::Warn("pty.restore_failed", {{"pty_id", pty_id_}, {"error", st.error().message}});
+      GiveUpLocked("lost");
+    }
+    cv_.notify_all();
+  }
+
+  // execd is asked whether the shell still runs before anything connects: a new
+  // connection to an ended terminal would start a new shell under its id.
+  Status RestoreFromExecd(CancelToken* cancel, int64_t timeout_ms) {
+    auto status = execd_.GetPty(pty_id_, cancel);
+    if (!status.ok()) {
+      if (status.error().code != ErrorCode::kNotFound) return status.error();
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = true;
+      end_error_ = MakeError(ErrorCode::kNotFound, "terminal " + pty_id_ + " is gone from its sandbox");
+      cv_.notify_all();
+      return OkStatus();
+    }
+    if (!status->running) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = true;  // its exit code went with the connection
+      exit_offset_ = std::max(end_, status->output_offset);
+      cv_.notify_all();
+      return OkStatus();
+    }
+    return Connect(/*takeover=*/true, cancel, timeout_ms);
   }
 
   void AppendLocked(const std::string& data) {
@@ -285,7 +400,8 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       exit_delivered_ = true;
       const std::optional<int> code = exit_code_;
       const std::optional<Error> error = end_error_;
-      const uint64_t offset = end_;
+      // Output lost with a dropped connection shows as an end beyond the last byte.
+      const uint64_t offset = std::max(end_, exit_offset_);
       Call(lock, holder, [&](TerminalHolder* h) { h->OnExit(pty_id_, code, offset, error); });
       cv_.notify_all();
     }
@@ -318,6 +434,14 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   std::optional<Error> start_error_;
   std::optional<Error> end_error_;
   std::shared_ptr<http::WebSocket> socket_;
+  uint64_t generation_ = 0;  // of the connection in use; older ones are ignored
+  bool dropped_ = false;     // given up: taken over elsewhere, or lost; an attach restores it
+  bool restoring_ = false;
+  std::deque<std::chrono::steady_clock::time_point> drops_;  // within kDropWindow
+  std::vector<std::string> pending_input_;  // stdin frames waiting for the connection
+  size_t pending_bytes_ = 0;
+  uint64_t exit_offset_ = 0;
+  std::thread restorer_;
   bool paused_ = false;
   std::shared_ptr<TerminalHolder> holder_;
   uint64_t holder_next_ = 0;
@@ -428,6 +552,10 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
     upstream_->terminals().Add(terminal);
     return terminal->SetHolder(std::move(holder), since, answer);
   }
+  {
+    Status restored = terminal->Restore(cancel, static_cast<int64_t>(config_->request_timeout_s * 1000));
+    if (!restored.ok()) return restored.error().Within("attach terminal");
+  }
   const bool ended = terminal->ended();
   Status held = terminal->SetHolder(holder, since, answer);
   if (!held.ok()) return held;
@@ -461,15 +589,13 @@ Result<std::shared_ptr<Terminal>> Held(EndpointCache* upstream, const std::strin
 Status Terminals::Input(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
                         std::string bytes) {
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  terminal->Send(false, opensandbox::PtyStdinFrame(bytes));
-  return OkStatus();
+  return terminal->Send(false, opensandbox::PtyStdinFrame(bytes));
 }
 
 Status Terminals::Resize(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
                          int cols, int rows) {
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows));
-  return OkStatus();
+  return terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows));
 }
 
 Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
@@ -483,12 +609,8 @@ Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_i
     return e;
   }
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  if (!what->input.empty()) {
-    terminal->Send(false, opensandbox::PtyStdinFrame(what->input));
-  } else {
-    terminal->Send(true, opensandbox::PtySignalFrame(what->frame));
-  }
-  return OkStatus();
+  if (!what->input.empty()) return terminal->Send(false, opensandbox::PtyStdinFrame(what->input));
+  return terminal->Send(true, opensandbox::PtySignalFrame(what->frame));
 }
 
 Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& pty_id, CancelToken* cancel) {

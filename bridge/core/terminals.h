@@ -12,8 +12,9 @@
 // Output reaches the holder in order from a thread of the terminal's own, so a holder
 // that writes slowly stalls only its terminal.
 //
-// Not yet: restoring a dropped connection to execd (the terminal then ends with an
-// E8002 exit), the bound on output held for a host that stops reading.
+// A connection to execd that drops while the shell lives is restored from the next
+// byte owed. Not yet: letting the shell run on while a host does not read (the bridge
+// stops reading from execd instead, so execd holds the shell back).
 
 #include <condition_variable>
 #include <cstdint>

@@ -245,6 +245,28 @@ TEST_F(PtyTest, TermAndEnvReachTheShell) {
   EXPECT_NE(Output(shim_, program).find("from-program"), std::string::npos);
 }
 
+TEST_F(PtyTest, ADroppedConnectionIsHealedWithNoGapAndNoRepeat) {
+  REQUIRE_FAKE("the pty_drop_after_bytes fault");
+  ASSERT_TRUE(fake().SetFaults(R"({"pty_drop_after_bytes":20000})"));
+  const std::string pty = Open(shim_);
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "seq 1 30000\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "\r\n30000\r\n", Millis(30000)));
+  // Every number once, in order, across the drop (Output checks the offsets too).
+  const std::string out = Output(shim_, pty);
+  size_t at = out.find("1\r\n2\r\n3\r\n");
+  ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
+  for (int n = 1; n <= 30000; ++n) {
+    const std::string line = std::to_string(n) + "\r\n";
+    ASSERT_EQ(out.compare(at, line.size(), line), 0) << "at " << n << ": " << out.substr(at, 40);
+    at += line.size();
+  }
+  EXPECT_TRUE(shim_->NotificationsByMethod("pty.exit").empty());
+  EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo after-$((5+5))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "after-10"));
+}
+
 TEST_F(PtyTest, BadRequestsAreRefused) {
   const std::string pty = Open(shim_);
   ASSERT_FALSE(pty.empty());

@@ -120,6 +120,16 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
                     "text/plain; charset=utf-8");
     return;
   }
+  const Faults faults = context->faults->Get();
+  if (faults.pty_refuse_upgrade) {
+    SendExecdError(res, 503, "SERVICE_UNAVAILABLE", "the fake refuses terminal connections (pty_refuse_upgrade)");
+    return;
+  }
+  if (faults.pty_drop_after_bytes > 0) {
+    options.drop_after_bytes = static_cast<uint64_t>(faults.pty_drop_after_bytes);
+    std::string ignored;
+    context->faults->Update(R"({"pty_drop_after_bytes":0})", &ignored);  // once
+  }
   const int fd = AcceptedSocketOf(req);
   if (fd < 0) {
     res.status = 500;

@@ -69,6 +69,10 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.kernel_dies_mid_run = value != 0;
     } else if (key == "slow_interrupt_ms") {
       next.slow_interrupt_ms = static_cast<int64_t>(value);
+    } else if (key == "pty_drop_after_bytes") {
+      next.pty_drop_after_bytes = static_cast<int64_t>(value);
+    } else if (key == "pty_refuse_upgrade") {
+      next.pty_refuse_upgrade = value != 0;
     } else {
       *error = "unknown fault '" + key + "'";
       return false;
@@ -101,6 +105,10 @@ std::string FaultState::ToJson() const {
   w.Bool(f.kernel_dies_mid_run);
   w.Key("slow_interrupt_ms");
   w.Int64(f.slow_interrupt_ms);
+  w.Key("pty_drop_after_bytes");
+  w.Int64(f.pty_drop_after_bytes);
+  w.Key("pty_refuse_upgrade");
+  w.Bool(f.pty_refuse_upgrade);
   w.EndObject();
   return buffer.GetString();
 }

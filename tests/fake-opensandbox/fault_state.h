@@ -21,6 +21,8 @@ struct Faults {
   bool silent = false;                   // lifecycle accepts and never answers
   bool kernel_dies_mid_run = false;      // a /code run's kernel is killed after its first output
   int64_t slow_interrupt_ms = 0;         // a code context's interrupt reaches its kernel this late
+  int64_t pty_drop_after_bytes = 0;      // the next terminal WebSocket is dropped after N output bytes (once)
+  bool pty_refuse_upgrade = false;       // terminal WebSockets are answered 503 instead of upgraded
 };
 
 class FaultState {

@@ -24,7 +24,14 @@ constexpr size_t kReadBytes = 32 << 10;  // execd's largest output frame
 
 PtySession::~PtySession() {
   Kill();
-  for (std::thread& pump : pumps_) pump.join();
+  for (std::thread& pump : pumps_) {
+    // The pump that dropped the last reference is this thread, about to end.
+    if (pump.get_id() == std::this_thread::get_id()) {
+      pump.detach();
+    } else {
+      pump.join();
+    }
+  }
 }
 
 bool PtySession::Held() {
@@ -121,7 +128,10 @@ bool PtySession::StartLocked(bool pipe_mode, const PtyStart& start, std::string*
   master_fd_ = master;
   stdin_fd_ = stdin_pipe[1];
   const int out_fd = pipe_mode ? process.stdout_fd : dup(master);
-  pumps_.emplace_back(&PtySession::Pump, this, process.pid, out_fd, pipe_mode ? process.stderr_fd : -1);
+  // The pump keeps the session alive while the process runs: it may be the last to let
+  // go of it, and then its thread ends right after (see the destructor).
+  const int err_fd = pipe_mode ? process.stderr_fd : -1;
+  pumps_.emplace_back([self = shared_from_this(), pid = process.pid, out_fd, err_fd] { self->Pump(pid, out_fd, err_fd); });
   return true;
 }
 

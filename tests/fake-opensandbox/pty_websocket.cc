@@ -50,8 +50,9 @@ int SignalNumber(const std::string& name) {
 // thread (the connection's own); the session's output pump reaches it through posts.
 class TerminalSocket final : public PtyClient, public std::enable_shared_from_this<TerminalSocket> {
  public:
-  TerminalSocket(tcp::socket socket, std::shared_ptr<PtySession> session, PtyStart start, PtySocketOptions options)
-      : ws_(std::move(socket)), session_(std::move(session)), start_(std::move(start)), options_(options) {}
+  TerminalSocket(std::shared_ptr<net::io_context> ioc, tcp::socket socket, std::shared_ptr<PtySession> session,
+                 PtyStart start, PtySocketOptions options)
+      : ioc_(std::move(ioc)), ws_(std::move(socket)), session_(std::move(session)), start_(std::move(start)), options_(options) {}
 
   void Run(http::request<http::string_body> request) {
     ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
@@ -93,8 +94,12 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
   void Finish() {
     if (!detached_) session_->Detach(this);
     detached_ = true;
+    // httplib still has the connection's other descriptor: shut the socket itself down,
+    // so the client sees the end now, and stop the loop (its timers would keep it).
     beast::error_code ignored;
+    beast::get_lowest_layer(ws_).shutdown(tcp::socket::shutdown_both, ignored);
     beast::get_lowest_layer(ws_).close(ignored);
+    ioc_->stop();
   }
 
  private:
@@ -208,9 +213,12 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
     writing_ = true;
     ws_.binary(out_.front().binary);
     ws_.async_write(net::buffer(out_.front().data), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->queued_ -= self->out_.front().counted;
+      const size_t counted = self->out_.front().counted;
+      self->queued_ -= counted;
       self->out_.pop_front();
-      if (ec) {
+      self->sent_ += counted;
+      const uint64_t limit = self->options_.drop_after_bytes;
+      if (ec || (limit > 0 && self->sent_ >= limit)) {  // the drop_after fault: gone, no close frame
         self->writing_ = false;
         return self->Finish();
       }
@@ -218,6 +226,9 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
     });
   }
 
+  // Shared with the connection's thread: the session's output pump may hold this client
+  // a moment longer than the loop runs, and the socket must go before its context.
+  std::shared_ptr<net::io_context> ioc_;
   websocket::stream<tcp::socket> ws_;
   std::shared_ptr<PtySession> session_;
   const PtyStart start_;
@@ -225,6 +236,7 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
   beast::flat_buffer in_;
   std::deque<Frame> out_;
   std::atomic<size_t> queued_{0};
+  uint64_t sent_ = 0;  // output bytes written
   bool writing_ = false;
   bool close_after_writes_ = false;
   bool drop_after_writes_ = false;
@@ -239,8 +251,8 @@ void ServePtyWebSocket(int socket_fd, const httplib::Request& req, std::shared_p
                        const PtyStart& start, const PtySocketOptions& options) {
   const int fd = dup(socket_fd);
   if (fd < 0) return;
-  net::io_context ioc(1);
-  tcp::socket socket(ioc);
+  auto ioc = std::make_shared<net::io_context>(1);
+  tcp::socket socket(*ioc);
   beast::error_code ec;
   socket.assign(req.local_addr.find(':') != std::string::npos ? tcp::v6() : tcp::v4(), fd, ec);
   if (ec) {
@@ -249,9 +261,9 @@ void ServePtyWebSocket(int socket_fd, const httplib::Request& req, std::shared_p
   }
   http::request<http::string_body> upgrade{http::verb::get, req.target, 11};
   for (const auto& [name, value] : req.headers) upgrade.insert(name, value);
-  auto terminal = std::make_shared<TerminalSocket>(std::move(socket), session, start, options);
+  auto terminal = std::make_shared<TerminalSocket>(ioc, std::move(socket), session, start, options);
   terminal->Run(std::move(upgrade));
-  ioc.run();
+  ioc->run();
   // No post may reach a stopped io_context: the session lets go of this client first.
   session->Detach(terminal.get());
   shutdown(socket_fd, SHUT_RDWR);

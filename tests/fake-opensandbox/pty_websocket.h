@@ -19,6 +19,7 @@ struct PtySocketOptions {
   bool pipe_mode = false;  // ?pty=0: used only when this connection starts the process
   uint64_t since = 0;      // ?since=N
   bool takeover = false;   // ?takeover=1
+  uint64_t drop_after_bytes = 0;  // > 0: the connection is dropped (no close frame) after this much output
 };
 
 // Takes the connection of `req` over (its descriptor `socket_fd` is dup'ed; httplib's

@@ -524,7 +524,7 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
     return connected.error().Within("open terminal");
   }
   if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows));
-  terminal->SetHolder(std::move(holder), 0, [](uint64_t, uint64_t) {});
+  if (holder) terminal->SetHolder(std::move(holder), 0, [](uint64_t, uint64_t) {});
   upstream_->terminals().Add(terminal);
   return pty_id;
 }
@@ -629,6 +629,10 @@ std::vector<TerminalInfo> Terminals::List(const std::string& sandbox_id) {
   std::vector<TerminalInfo> out;
   for (const auto& terminal : upstream_->terminals().Of(sandbox_id)) out.push_back(terminal->Info());
   return out;
+}
+
+void Terminals::Detach(const TerminalHolder* holder) {
+  for (const auto& terminal : upstream_->terminals().Of("")) terminal->Detach(holder);
 }
 
 void Terminals::Release(const TerminalHolder* holder) {

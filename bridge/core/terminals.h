@@ -84,7 +84,8 @@ class Terminals {
 
   Terminals(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
-  // A new terminal, held by `holder`, answered once it runs at its size.
+  // A new terminal, held by `holder` (none: held by nobody until an attach), answered
+  // once it runs at its size.
   Result<std::string> Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
                            CancelToken* cancel);
   // Makes `holder` the terminal's holder and replays from `since` (nullopt: from the
@@ -106,6 +107,8 @@ class Terminals {
   // The session of `holder` ends: it lets go of every terminal it holds, closing those
   // opened without keep.
   void Release(const TerminalHolder* holder);
+  // The holder lets go of every terminal it holds, closing none.
+  void Detach(const TerminalHolder* holder);
 
  private:
   EndpointCache* upstream_;

@@ -10,6 +10,7 @@ void TypedServices::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(&files_);
   builder->RegisterService(&ports_);
   builder->RegisterService(&code_);
+  builder->RegisterService(&terminals_);
 }
 
 void TypedServices::MarkServing(grpc::Server* server) {
@@ -19,7 +20,8 @@ void TypedServices::MarkServing(grpc::Server* server) {
                            abx::opensandbox::v1::Exec::service_full_name(),
                            abx::opensandbox::v1::Files::service_full_name(),
                            abx::opensandbox::v1::Ports::service_full_name(),
-                           abx::opensandbox::v1::Code::service_full_name()}) {
+                           abx::opensandbox::v1::Code::service_full_name(),
+                           abx::opensandbox::v1::Terminals::service_full_name()}) {
     health->SetServingStatus(name, true);
   }
 }

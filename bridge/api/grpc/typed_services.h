@@ -10,6 +10,7 @@
 #include "bridge/api/grpc/files_service.h"
 #include "bridge/api/grpc/ports_service.h"
 #include "bridge/api/grpc/sandboxes_service.h"
+#include "bridge/api/grpc/terminal_service.h"
 #include "bridge/api/grpc/typed_call.h"
 
 namespace abx::api {
@@ -17,7 +18,7 @@ namespace abx::api {
 class TypedServices {
  public:
   explicit TypedServices(const TypedDeps& deps)
-      : sandboxes_(deps), exec_(deps), files_(deps), ports_(deps), code_(deps) {}
+      : sandboxes_(deps), exec_(deps), files_(deps), ports_(deps), code_(deps), terminals_(deps) {}
 
   // Must outlive the server built from `builder`.
   void RegisterWith(grpc::ServerBuilder* builder);
@@ -31,6 +32,7 @@ class TypedServices {
   FilesService files_;
   PortsService ports_;
   CodeService code_;
+  TerminalService terminals_;
 };
 
 }  // namespace abx::api

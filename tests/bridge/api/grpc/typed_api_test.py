@@ -16,6 +16,7 @@ run /usr/bin/python3 tests/bridge/api/grpc/typed_api_test.py (Debian's python3-g
 import glob
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -272,8 +273,11 @@ class TypedApiTest(unittest.TestCase):
         from proto import ports_pb2, ports_pb2_grpc
         from proto import sandboxes_pb2, sandboxes_pb2_grpc
         from proto import code_pb2, code_pb2_grpc
+        from proto import terminal_pb2, terminal_pb2_grpc
         cls.pb = {"bridge": bridge_pb2, "exec": exec_pb2, "files": files_pb2,
-                  "ports": ports_pb2, "sandboxes": sandboxes_pb2, "code": code_pb2}
+                  "ports": ports_pb2, "sandboxes": sandboxes_pb2, "code": code_pb2,
+                  "terminal": terminal_pb2}
+        cls.terminals = terminal_pb2_grpc.TerminalsStub(ENV.channel)
         cls.code = code_pb2_grpc.CodeStub(ENV.channel)
         cls.bridge = bridge_pb2_grpc.BridgeStub(ENV.channel)
         cls.sandboxes = sandboxes_pb2_grpc.SandboxesStub(ENV.channel)
@@ -309,7 +313,7 @@ class TypedApiTest(unittest.TestCase):
         import health_pb2_grpc
         stub = health_pb2_grpc.HealthStub(ENV.channel)
         for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
-                        SERVICES + "Ports", SERVICES + "Code"):
+                        SERVICES + "Ports", SERVICES + "Code", SERVICES + "Terminals"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
             self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
 
@@ -324,7 +328,7 @@ class TypedApiTest(unittest.TestCase):
         replies = list(stub.ServerReflectionInfo(iter(requests), timeout=10))
         self.assertEqual(len(replies), 2)
         names = {s.name for s in replies[0].list_services_response.service}
-        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code"):
+        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code", "Terminals"):
             self.assertIn(SERVICES + expected, names)
         self.assertIn("grpc.health.v1.Health", names)
 
@@ -555,6 +559,67 @@ class TypedApiTest(unittest.TestCase):
                         "the bridge still follows the cancelled command")
         self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
                         "the cancelled command still runs")
+
+    # -- terminals -------------------------------------------------------------------------
+
+    def test_a_terminal_opened_attached_typed_into_and_ended(self):
+        tp = self.pb["terminal"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        pty_id = self.terminals.Open(tp.OpenTerminalRequest(
+            config=config, sandbox_id=sandbox.id, cols=100, rows=30), timeout=30).pty_id
+        self.assertTrue(pty_id)
+        listed = self.terminals.List(tp.ListTerminalsRequest(config=config, sandbox_id=sandbox.id), timeout=20)
+        self.assertEqual([(t.pty_id, t.running, t.attached) for t in listed.terminals], [(pty_id, True, False)])
+
+        inputs = queue.Queue()
+        inputs.put(tp.TerminalInput(attach=tp.AttachTerminal(config=config, sandbox_id=sandbox.id,
+                                                             pty_id=pty_id, since=0)))
+        def requests():
+            while True:
+                item = inputs.get()
+                if item is None:
+                    return
+                yield item
+        call = self.terminals.Attach(requests(), timeout=60)
+        events = iter(call)
+        attached = next(events)
+        self.assertEqual(attached.WhichOneof("event"), "attached")
+        self.assertEqual((attached.attached.offset, attached.attached.lost), (0, 0))
+        inputs.put(tp.TerminalInput(data=b"stty size; echo $((6*7))-x\n"))
+        output, offset = b"", 0
+        while b"42-x" not in output:
+            event = next(events)
+            self.assertEqual(event.WhichOneof("event"), "output")
+            self.assertEqual(event.output.offset, offset)  # no gap, no repeat
+            output += event.output.data
+            offset += len(event.output.data)
+        self.assertIn(b"30 100", output)
+        inputs.put(tp.TerminalInput(signal="SIGUSR1"))  # no keyboard or execd way to send it
+        with self.assertRaises(grpc.RpcError) as caught:
+            for _ in events:
+                pass
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8004")
+        inputs.put(None)
+
+        # Attached again, it exits with its code; the stream ends once the client's side does.
+        inputs = queue.Queue()
+        inputs.put(tp.TerminalInput(attach=tp.AttachTerminal(config=config, sandbox_id=sandbox.id, pty_id=pty_id)))
+        inputs.put(tp.TerminalInput(data=b"exit 4\n"))
+        call = self.terminals.Attach(requests(), timeout=60)
+        kinds, exit_event = [], None
+        for event in call:
+            kinds.append(event.WhichOneof("event"))
+            if event.HasField("exit"):
+                exit_event = event.exit
+                inputs.put(None)
+        self.assertEqual(kinds[0], "attached")
+        self.assertIsNotNone(exit_event)
+        self.assertEqual(exit_event.exit_code, 4)
+        closed = self.terminals.Close(tp.CloseTerminalRequest(config=config, sandbox_id=sandbox.id,
+                                                              pty_id=pty_id), timeout=20)
+        self.assertTrue(closed.closed)
 
     # -- shells ----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 // fake. Prints one table (scenario, ours, baseline, ratio, target, met?) and the details
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
-//   tools/bench [--only cold,cli,warm,stream,files,concurrency,code,shell] [--quick]
+//   tools/bench [--only cold,cli,warm,stream,files,concurrency,code,shell,pty] [--quick]
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
 
@@ -31,7 +31,7 @@ int Usage(FILE* out) {
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
                "                             [--keep-work-dir]\n"
-               "  --only LIST      comma-separated: cold,cli,warm,stream,files,concurrency,code,shell (default: all)\n"
+               "  --only LIST      comma-separated: cold,cli,warm,stream,files,concurrency,code,shell,pty (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
-                                                  "shell"};
+                                                  "shell", "pty"};
     if (!kKnown.count(s)) {
       std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
       return Usage(stderr);
@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
   if (wanted("concurrency")) Progress("concurrency", run), RunConcurrency(ctx);
   if (wanted("code")) Progress("code interpreter", run), RunCode(ctx);
   if (wanted("shell")) Progress("shell", run), RunShell(ctx);
+  if (wanted("pty")) Progress("terminals", run), RunPty(ctx);
   const IdleRss idle_middle = IdleBridgeRss(ctx);
   if (wanted("stream")) Progress("stream", run), RunStream(ctx);
   if (wanted("files")) Progress("files", run), RunFiles(ctx);

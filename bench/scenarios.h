@@ -25,6 +25,7 @@ void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs d
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run
+void RunPty(BenchContext& ctx);          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
 // The bridge's VmRSS with no session open: half a second after the last one closed, and

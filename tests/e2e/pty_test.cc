@@ -267,6 +267,32 @@ TEST_F(PtyTest, ADroppedConnectionIsHealedWithNoGapAndNoRepeat) {
   ASSERT_TRUE(WaitOutput(shim_, pty, "after-10"));
 }
 
+TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {
+  constexpr int kTerminals = 32;
+  std::vector<std::string> ptys;
+  for (int i = 0; i < kTerminals; ++i) {
+    ptys.push_back(Open(shim_));
+    ASSERT_FALSE(ptys.back().empty()) << "terminal " << i;
+  }
+  for (int i = 0; i < kTerminals; ++i) {
+    ASSERT_TRUE(Type(shim_, ptys[i], "echo term-$((" + std::to_string(i) + "*1000+7))\n"));
+  }
+  for (int i = 0; i < kTerminals; ++i) {
+    ASSERT_TRUE(WaitOutput(shim_, ptys[i], "term-" + std::to_string(i * 1000 + 7) + "\r\n", Millis(20000)));
+  }
+  for (int i = 0; i < kTerminals; ++i) {
+    const std::string out = Output(shim_, ptys[i]);
+    for (int j = 0; j < kTerminals; ++j) {
+      if (j != i) EXPECT_EQ(out.find("term-" + std::to_string(j * 1000 + 7) + "\r\n"), std::string::npos) << i << " got " << j;
+    }
+  }
+  MessagePtr listed = shim_->Request("pty.list", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(listed, nullptr);
+  const rapidjson::Value* terminals = Find(listed->result(), "terminals");
+  ASSERT_TRUE(terminals && terminals->IsArray());
+  EXPECT_EQ(terminals->Size(), static_cast<rapidjson::SizeType>(kTerminals));
+}
+
 TEST_F(PtyTest, BadRequestsAreRefused) {
   const std::string pty = Open(shim_);
   ASSERT_FALSE(pty.empty());

@@ -4,6 +4,7 @@
 //   abx-opensandbox-bridge status   [--socket PATH] [--json]
 //   abx-opensandbox-bridge stop     [--socket PATH]
 //   abx-opensandbox-bridge sandboxes [--socket PATH] [--json]
+//   abx-opensandbox-bridge pty SANDBOX_ID [PTY_ID] [--socket PATH]
 //   abx-opensandbox-bridge --version
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
@@ -14,10 +15,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/daemon/daemon.h"
+#include "bridge/daemon/pty_command.h"
 #include "bridge/daemon/sandboxes_command.h"
 #include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
@@ -31,13 +34,15 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
                "  stop     ask the running bridge to drain and exit\n"
                "  sandboxes  list what the running bridge has cached per sandbox "
                "(--json for tooling)\n"
+               "  pty SANDBOX_ID [PTY_ID]  a terminal of the sandbox here (a new one, or PTY_ID "
+               "attached); ^] detaches\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
                abx::ResolveSocketPath(abx::kBuildId).c_str());
@@ -81,9 +86,12 @@ int main(int argc, char** argv) {
     options.idle_timeout = std::chrono::seconds(std::atol(idle));
   }
   bool json = false;
+  std::vector<std::string> operands;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--json" && (command == "sandboxes" || command == "status")) {
+    if (command == "pty" && !arg.empty() && arg[0] != '-') {
+      operands.push_back(arg);
+    } else if (arg == "--json" && (command == "sandboxes" || command == "status")) {
       json = true;  // `status` prints JSON either way
     } else if (arg == "--socket" && i + 1 < argc) {
       options.socket_path = argv[++i];
@@ -106,5 +114,9 @@ int main(int argc, char** argv) {
   if (command == "status") return abx::daemon::PrintStatus(options.socket_path);
   if (command == "stop") return Stop(options.socket_path);
   if (command == "sandboxes") return abx::daemon::PrintCachedSandboxes(options.socket_path, json);
+  if (command == "pty") {
+    if (operands.empty() || operands.size() > 2) return Usage(stderr);
+    return abx::daemon::AttachTerminal(options.socket_path, operands[0], operands.size() > 1 ? operands[1] : "");
+  }
   return Usage(stderr);
 }

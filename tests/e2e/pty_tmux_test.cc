@@ -1,0 +1,108 @@
+// `abx-opensandbox-bridge pty` as a person sees it: the command runs in a tmux window
+// (a real terminal), keys are sent with send-keys and the screen is read back with
+// capture-pane. The sandbox's terminal shows what is typed, follows the window's size,
+// and the command ends with the shell's exit code.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+class PtyTmuxTest : public TestEnv {
+ protected:
+  void SetUp() override {
+    TestEnv::SetUp();
+    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
+    tmux_ = "tmux -S " + root_dir() + "/tmux.sock";
+  }
+  void TearDown() override {
+    Sh(tmux_ + " kill-server");
+    TestEnv::TearDown();
+  }
+
+  static int Sh(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()); }
+  static std::string Out(const std::string& command) {
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return out;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+    pclose(pipe);
+    return out;
+  }
+  std::string Screen() { return Out(tmux_ + " capture-pane -p -t abx"); }
+  bool WaitScreen(const std::string& needle, int seconds = 15) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      if (Screen().find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "no \"" << needle << "\" on the screen:\n" << Screen();
+    return false;
+  }
+  void Keys(const std::string& keys) { Sh(tmux_ + " send-keys -t abx '" + keys + "' Enter"); }
+
+  EppSession* shim_ = nullptr;
+  std::string sandbox_;
+  std::string tmux_;
+};
+
+TEST_F(PtyTmuxTest, AttachCommandInARealTerminal) {
+  REQUIRE_FAKE("the shim's environment points at the fake");
+  ASSERT_EQ(Sh("command -v tmux"), 0) << "tools/setup installs tmux";
+  // The configuration goes through the environment, never argv: a script exports it.
+  const std::string script = root_dir() + "/attach.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n";
+    for (const std::string& entry : ShimEnv()) {
+      const size_t eq = entry.find('=');
+      std::string value = entry.substr(eq + 1);
+      std::string quoted = "'";
+      for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out << "export " << entry.substr(0, eq) << "=" << quoted << "'\n";
+    }
+    out << "export TERM=xterm-256color\n";
+    out << BridgeBinary() << " pty " << sandbox_ << " --socket " << socket_path() << "\n";
+    out << "echo $? > " << root_dir() << "/exit_code\n";
+  }
+  ASSERT_EQ(chmod(script.c_str(), 0700), 0);
+  ASSERT_EQ(Sh(tmux_ + " new-session -d -s abx -x 160 -y 40 " + script), 0);
+  Sh(tmux_ + " set-option -t abx remain-on-exit on");
+  ASSERT_TRUE(WaitScreen("^] detaches"));
+  // bash's prompt, from the terminal's first byte on (capture-pane drops trailing blanks).
+  ASSERT_TRUE(WaitScreen("#\n") || WaitScreen("$\n"));
+
+  Keys("echo hi-$((6*7))");
+  ASSERT_TRUE(WaitScreen("hi-42"));
+  Keys("stty size");
+  ASSERT_TRUE(WaitScreen("40 160"));
+  Sh(tmux_ + " resize-window -t abx -x 100 -y 30");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Keys("stty size");
+  ASSERT_TRUE(WaitScreen("30 100"));
+
+  Keys("exit 3");
+  ASSERT_TRUE(WaitScreen("exited with 3"));
+  // The command ends with the shell's code.
+  std::string code;
+  for (int i = 0; i < 50 && code.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    code = Out("cat " + root_dir() + "/exit_code 2>/dev/null");
+  }
+  EXPECT_EQ(code, "3\n");
+}
+
+}  // namespace
+}  // namespace abx::e2e

@@ -76,6 +76,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       since = end_;
       generation = ++generation_;  // what an earlier connection still says is stale
       connected_ = false;
+      connect_failed_ = false;
       start_error_.reset();
       if (!deliverer_.joinable()) deliverer_ = std::thread([this] { Deliver(); });
     }
@@ -89,14 +90,18 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
                          execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
     std::unique_lock<std::mutex> lock(mu_);
-    if (generation == generation_ && !dropped_) socket_ = socket;
-    const bool got = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                                  [&] { return connected_ || ended_ || dropped_ || cancel->cancelled(); });
-    if (connected_ && !dropped_) {
-      // Input typed while the connection was being restored goes first.
+    const bool got = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+      return connected_ || ended_ || dropped_ || connect_failed_ || cancel->cancelled();
+    });
+    if (connected_ && !dropped_ && !connect_failed_ && generation == generation_) {
+      // In use from now on, input typed while the connection was being restored first
+      // (in order: Send queues behind it until socket_ is set, under the same lock).
+      socket_ = socket;
+      ever_connected_ = true;
       for (std::string& frame : pending_input_) socket->Send(false, std::move(frame));
       pending_input_.clear();
       pending_bytes_ = 0;
+      Flow();
       return OkStatus();
     }
     if (start_error_) return *start_error_;
@@ -176,6 +181,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       holder_next_ = offset;
       exit_delivered_ = false;
       hold_delivery_ = true;
+      Flow();  // reading resumes if an earlier holder's lag had paused it
     }
     cv_.notify_all();
     answer(offset, lost);
@@ -204,6 +210,15 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                  [&] { return ended_ && (!holder_ || exit_delivered_); });
+  }
+
+  // execd deleted the terminal: one with no connection gets no exit frame, so it ends
+  // here (exit code unknown).
+  void EndIfDisconnected() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (socket_ || ended_) return;
+    ended_ = true;
+    cv_.notify_all();
   }
 
   void Abort() {
@@ -277,15 +292,20 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   void OnEnd(uint64_t generation, const http::WebSocketEnd& end) {
     std::lock_guard<std::mutex> lock(mu_);
     if (generation != generation_) return;
+    const bool was_in_use = socket_ != nullptr;
     socket_.reset();
     paused_ = false;
     if (ended_ || closing_) {
       ended_ = true;
-    } else if (!connected_) {
-      // While connecting: Connect reports it.
-      ended_ = true;
-      end_error_ = MakeError(ErrorCode::kUnreachable, "the connection to terminal " + pty_id_ + " ended at once" +
-                                                          (end.error.empty() ? "" : " (" + end.error + ")"));
+    } else if (!connected_ || !was_in_use) {
+      // While connecting: Connect reports it. A terminal that ran before is not ended by
+      // a connection that failed to come up; a first one that fails ends it.
+      connect_failed_ = true;
+      if (!ever_connected_) {
+        ended_ = true;
+        end_error_ = MakeError(ErrorCode::kUnreachable, "the connection to terminal " + pty_id_ + " ended at once" +
+                                                            (end.error.empty() ? "" : " (" + end.error + ")"));
+      }
     } else if (end.close_code == kTakenOverCode) {
       // Another client has it now: the holder is told; an attach takes it back.
       GiveUpLocked("taken_over");
@@ -435,6 +455,8 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   std::optional<Error> end_error_;
   std::shared_ptr<http::WebSocket> socket_;
   uint64_t generation_ = 0;  // of the connection in use; older ones are ignored
+  bool ever_connected_ = false;
+  bool connect_failed_ = false;  // the connection being made ended before it was in use
   bool dropped_ = false;     // given up: taken over elsewhere, or lost; an attach restores it
   bool restoring_ = false;
   std::deque<std::chrono::steady_clock::time_point> drops_;  // within kDropWindow
@@ -512,7 +534,7 @@ std::string TerminalCommand(const TerminalOpenSpec& spec) {
 }
 
 Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
-                                    CancelToken* cancel) {
+                                    const std::function<void(const std::string&)>& answer, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
   auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd);
@@ -524,8 +546,12 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
     return connected.error().Within("open terminal");
   }
   if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows));
-  if (holder) terminal->SetHolder(std::move(holder), 0, [](uint64_t, uint64_t) {});
   upstream_->terminals().Add(terminal);
+  if (holder) {
+    terminal->SetHolder(std::move(holder), 0, [&](uint64_t, uint64_t) { answer(pty_id); });
+  } else {
+    answer(pty_id);
+  }
   return pty_id;
 }
 
@@ -619,10 +645,11 @@ Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& 
   std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
   if (!terminal) return deleted;
   // execd's exit frame reaches the holder before the answer.
+  terminal->EndIfDisconnected();
   terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
   terminal->Abort();
   upstream_->terminals().Remove(terminal.get());
-  return true;
+  return deleted;
 }
 
 std::vector<TerminalInfo> Terminals::List(const std::string& sandbox_id) {

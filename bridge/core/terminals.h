@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,10 +85,10 @@ class Terminals {
 
   Terminals(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
-  // A new terminal, held by `holder` (none: held by nobody until an attach), answered
-  // once it runs at its size.
+  // A new terminal, held by `holder` (none: held by nobody until an attach), once it
+  // runs at its size. `answer` runs with its id before any of its output is delivered.
   Result<std::string> Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
-                           CancelToken* cancel);
+                           const std::function<void(const std::string&)>& answer, CancelToken* cancel);
   // Makes `holder` the terminal's holder and replays from `since` (nullopt: from the
   // end). `answer` runs with the offset of the first byte replayed and the bytes lost
   // before it, before any of them is delivered.

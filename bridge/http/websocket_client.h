@@ -67,7 +67,8 @@ class WebSocketClient {
 
   // Connects and completes the handshake, blocking the caller for at most the
   // request's timeout; `cancel` (may be null) ends the wait. A declined upgrade is a
-  // result (status and body), not an error. The handlers start once this returns.
+  // result (status and body), not an error. The handlers may start before this returns
+  // (the first frames can come with the handshake's answer).
   TransportResult<WebSocketOpened> Connect(const WebSocketRequest& request, WebSocket::Handlers handlers,
                                            const CancelFlag* cancel);
 

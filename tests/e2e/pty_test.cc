@@ -25,11 +25,12 @@ using Clock = std::chrono::steady_clock;
 std::string Unbase64(const std::string& text) {
   static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
-  int bits = 0, value = 0;
+  int bits = 0;
+  uint32_t value = 0;
   for (char c : text) {
     const size_t at = kAlphabet.find(c);
     if (at == std::string::npos) continue;  // padding
-    value = (value << 6) | static_cast<int>(at);
+    value = ((value << 6) | static_cast<uint32_t>(at)) & 0xffffff;  // 4 groups at most
     bits += 6;
     if (bits >= 8) {
       bits -= 8;

@@ -88,8 +88,11 @@ Result<std::string> PtyOpen(Request& req) {
   ABX_ASSIGN_OR_RETURN(auto keep, p.Bool("keep"));
   spec.keep = keep.value_or(false);
   ABX_ASSIGN_OR_RETURN(std::string pty_id,
-                       TerminalsOf(req).Open(spec, req.session().terminal_holder(), &req.cancel()));
-  return "{\"pty_id\":" + Quote(pty_id) + "}";
+                       TerminalsOf(req).Open(
+                           spec, req.session().terminal_holder(),
+                           [&](const std::string& id) { req.Respond("{\"pty_id\":" + Quote(id) + "}"); },
+                           &req.cancel()));
+  return std::string("null");  // answered before the terminal's output
 }
 
 Result<std::string> PtyInput(Request& req) {

@@ -152,7 +152,7 @@ grpc::ServerUnaryReactor* TerminalService::Open(grpc::CallbackServerContext* con
     spec.command = request->command();
     spec.keep = true;  // no session ends it
     core::Terminals terminals(call.upstream(), &call.config());
-    ABX_ASSIGN_OR_RETURN(std::string pty_id, terminals.Open(spec, nullptr, call.cancel()));
+    ABX_ASSIGN_OR_RETURN(std::string pty_id, terminals.Open(spec, nullptr, [](const std::string&) {}, call.cancel()));
     reply->set_pty_id(pty_id);
     return OkStatus();
   });

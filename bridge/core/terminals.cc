@@ -36,8 +36,14 @@ constexpr size_t kPendingInputBytes = 1 << 20;
 // One terminal: its WebSocket, the output it kept, its holder and the delivery thread.
 class Terminal : public std::enable_shared_from_this<Terminal> {
  public:
-  Terminal(std::string sandbox_id, std::string pty_id, bool keep, opensandbox::ExecdClient execd)
-      : sandbox_id_(std::move(sandbox_id)), pty_id_(std::move(pty_id)), keep_(keep), execd_(std::move(execd)) {}
+  // `sandbox_gone` asks the server whether the sandbox has ended (bounded by a request).
+  Terminal(std::string sandbox_id, std::string pty_id, bool keep, opensandbox::ExecdClient execd,
+           std::function<bool()> sandbox_gone)
+      : sandbox_id_(std::move(sandbox_id)),
+        pty_id_(std::move(pty_id)),
+        keep_(keep),
+        execd_(std::move(execd)),
+        sandbox_gone_(std::move(sandbox_gone)) {}
 
   ~Terminal() {
     {
@@ -337,12 +343,28 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   void RestoreInBackground() {
     CancelToken never;
     Status st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    if (!st.ok() && st.error().code != ErrorCode::kNotFound && sandbox_gone_ && sandbox_gone_()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = true;
+      end_error_ = MakeError(ErrorCode::kNotFound, "terminal " + pty_id_ + " ended with its sandbox " + sandbox_id_);
+      restoring_ = false;
+      cv_.notify_all();
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     restoring_ = false;
     if (!st.ok() && !ended_) {
       log::Warn("pty.restore_failed", {{"pty_id", pty_id_}, {"error", st.error().message}});
       GiveUpLocked("lost");
     }
+  }
+
+  // A terminal whose shell died of a signal or whose execd stopped answering: when its
+  // sandbox has ended, that is why (pty.exit says so). Off the WebSocket's thread.
+  void NoteSandboxEnd() {
+    if (!sandbox_gone_ || !sandbox_gone_()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!end_error_) end_error_ = MakeError(ErrorCode::kNotFound, "terminal " + pty_id_ + " ended with its sandbox " + sandbox_id_);
     cv_.notify_all();
   }
 
@@ -417,6 +439,14 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         Call(lock, holder, [&](TerminalHolder* h) { h->OnOutput(pty_id_, offset, chunk); });
         continue;
       }
+      if (!exit_code_ && !end_error_ && !sandbox_checked_) {
+        // A signal ended it: was it its sandbox's end? (Asked once, off the lock.)
+        sandbox_checked_ = true;
+        lock.unlock();
+        NoteSandboxEnd();
+        lock.lock();
+        continue;
+      }
       exit_delivered_ = true;
       const std::optional<int> code = exit_code_;
       const std::optional<Error> error = end_error_;
@@ -441,6 +471,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   const std::string pty_id_;
   const bool keep_;
   opensandbox::ExecdClient execd_;
+  const std::function<bool()> sandbox_gone_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -463,6 +494,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   std::vector<std::string> pending_input_;  // stdin frames waiting for the connection
   size_t pending_bytes_ = 0;
   uint64_t exit_offset_ = 0;
+  bool sandbox_checked_ = false;
   std::thread restorer_;
   bool paused_ = false;
   std::shared_ptr<TerminalHolder> holder_;
@@ -533,11 +565,22 @@ std::string TerminalCommand(const TerminalOpenSpec& spec) {
   return command + " " + (spec.command.empty() ? "bash --norc --noprofile" : spec.command);
 }
 
+std::function<bool()> Terminals::SandboxGone(const std::string& sandbox_id) const {
+  EndpointCache* upstream = upstream_;
+  ProviderConfig config = *config_;
+  return [upstream, config, sandbox_id] {
+    CancelToken uncancellable;  // bounded by request_timeout
+    auto record = upstream->Lifecycle(config).Get(sandbox_id, &uncancellable);
+    if (!record.ok()) return record.error().code == ErrorCode::kNotFound;
+    return record->state == "Terminated" || record->state == "Failed" || record->state == "Stopping";
+  };
+}
+
 Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
                                     const std::function<void(const std::string&)>& answer, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
-  auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd);
+  auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd, SandboxGone(spec.sandbox_id));
   const int64_t timeout_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
   Status connected = terminal->Connect(false, cancel, timeout_ms);
   if (!connected.ok()) {
@@ -571,7 +614,7 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
     if (!status.running) {
       return MakeError(ErrorCode::kNotFound, "terminal " + pty_id + " has ended and this bridge kept nothing of it");
     }
-    terminal = std::make_shared<Terminal>(sandbox_id, pty_id, /*keep=*/true, execd);
+    terminal = std::make_shared<Terminal>(sandbox_id, pty_id, /*keep=*/true, execd, SandboxGone(sandbox_id));
     terminal->StartAt(since.value_or(status.output_offset));
     Status connected = terminal->Connect(true, cancel, static_cast<int64_t>(config_->request_timeout_s * 1000));
     if (!connected.ok()) return connected.error().Within("attach terminal");

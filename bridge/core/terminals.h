@@ -112,6 +112,9 @@ class Terminals {
   void Detach(const TerminalHolder* holder);
 
  private:
+  // Whether the sandbox has ended, asked of the server (for a terminal's end).
+  std::function<bool()> SandboxGone(const std::string& sandbox_id) const;
+
   EndpointCache* upstream_;
   const ProviderConfig* config_;
 };

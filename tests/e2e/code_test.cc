@@ -231,6 +231,10 @@ TEST_F(CodeTest, RunsOfOneContextTakeTurnsInArrivalOrder) {
 
 TEST_F(CodeTest, SixteenContextsRunAtOnce) {
   constexpr int kContexts = 16;
+  // Sixteen kernels starting at once on a small machine can take longer than the
+  // default request_timeout (30 s) for the last context: this session allows 120 s.
+  shim_ = StartInitializedShim({{"ABX_OPENSANDBOX_REQUEST_TIMEOUT", "120"}});
+  ASSERT_NE(shim_, nullptr);
   std::vector<int64_t> creates;
   for (int i = 0; i < kContexts; ++i) {
     creates.push_back(shim_->SendRequest("code.context.create", JsonObject().Str("sandbox_id", sandbox_).str()));

@@ -294,6 +294,43 @@ TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {
   EXPECT_EQ(terminals->Size(), static_cast<rapidjson::SizeType>(kTerminals));
 }
 
+TEST_F(PtyTest, AnOlderExecdRunsAPlainShellAndTheOldestHasNoTerminals) {
+  REQUIRE_FAKE("an old execd");
+  ASSERT_TRUE(RestartFake({"--execd-version", "1.0.9"}));
+  ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
+  MessagePtr r = shim_->Request("pty.open", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("too old"), std::string::npos) << r->raw;
+
+  ASSERT_TRUE(RestartFake({"--execd-version", "1.0.12"}));
+  ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
+  const std::string pty = Open(shim_, "\"env\":{\"GREETING\":\"hi\"}");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo \"[${GREETING:-none}]\"\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "[none]"));  // execd before 1.0.19 has no command field
+  // It has no takeover, but the bridge hands its own connection to another session
+  // without one: only a connection made anew (another daemon's) would need it.
+  EppSession* second = StartInitializedShim();
+  ASSERT_NE(second, nullptr);
+  r = Call(second, "pty.attach", pty);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->IsError()) << r->raw;
+}
+
+TEST_F(PtyTest, ATerminalOfAKilledSandboxEndsWithAClearError) {
+  const std::string pty = Open(shim_);
+  ASSERT_FALSE(pty.empty());
+  MessagePtr killed = shim_->Request("sandbox.kill", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+  ASSERT_NE(killed, nullptr);
+  ASSERT_FALSE(killed->IsError()) << killed->raw;
+  MessagePtr exit = WaitFor(shim_, "pty.exit", pty, Millis(20000));
+  ASSERT_NE(exit, nullptr);
+  EXPECT_TRUE(IsNull(exit->params(), "exit_code")) << exit->raw;
+  EXPECT_EQ(GetString(exit->params(), "error.code"), "E8005") << exit->raw;
+  EXPECT_NE(GetString(exit->params(), "error.message").find("sandbox"), std::string::npos) << exit->raw;
+}
+
 TEST_F(PtyTest, BadRequestsAreRefused) {
   const std::string pty = Open(shim_);
   ASSERT_FALSE(pty.empty());

@@ -32,6 +32,7 @@ struct ExecdContext {
   BashSessions* sessions = nullptr;
   PtySessions* ptys = nullptr;
   SessionApi session_api = SessionApi::kCommand;
+  PtyApi pty_api = PtyApi::kFull;
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;

@@ -45,7 +45,10 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, ExecdCont
     auto it = doc.FindMember("cwd");
     if (it != doc.MemberEnd() && it->value.IsString()) cwd = it->value.GetString();
     it = doc.FindMember("command");
-    if (it != doc.MemberEnd() && it->value.IsString()) command = it->value.GetString();
+    // Before 1.0.19 execd has no such field: a plain shell runs.
+    if (it != doc.MemberEnd() && it->value.IsString() && context->pty_api == PtyApi::kFull) {
+      command = it->value.GetString();
+    }
   }
   std::string sandbox_cwd;
   if (!cwd.empty()) {
@@ -102,7 +105,8 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
   const bool upgrade = HeaderHasToken(req, "Connection", "upgrade") && HeaderHasToken(req, "Upgrade", "websocket");
   PtySocketOptions options;
   options.pipe_mode = req.has_param("pty") && req.get_param_value("pty") == "0";
-  options.takeover = req.has_param("takeover") && req.get_param_value("takeover") == "1";
+  options.takeover = req.has_param("takeover") && req.get_param_value("takeover") == "1" &&
+                     context->pty_api == PtyApi::kFull;  // 1.0.19 on
   if (req.has_param("since")) {
     char* end = nullptr;
     const std::string since = req.get_param_value("since");
@@ -151,6 +155,7 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
 }  // namespace
 
 void RegisterPtyRoutes(httplib::Server& server, ExecdContext* context) {
+  if (context->pty_api == PtyApi::kNone) return;  // gin's plain 404 answers
   const std::string p = kExecdRoutePrefix;
   server.Post(p + "/pty", [context](const httplib::Request& req, httplib::Response& res) {
     HandleCreate(req, res, context);

@@ -20,6 +20,7 @@ struct ExecdServer::State {
     context.sessions = &sessions;
     context.ptys = &ptys;
     context.session_api = options.session_api;
+    context.pty_api = options.pty_api;
     context.faults = options.faults;
     context.stats = options.stats;
     context.staging_dir = options.staging_dir;

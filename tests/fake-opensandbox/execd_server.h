@@ -34,6 +34,7 @@ struct ExecdServerOptions {
   std::string staging_dir;        // upload temp files
   JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
   SessionApi session_api = SessionApi::kCommand;
+  PtyApi pty_api = PtyApi::kFull;
 };
 
 class ExecdServer {

@@ -12,6 +12,10 @@ namespace fake_opensandbox {
 // script `code` (and its timeout `timeout_ms`); `command` and `timeout` from 1.0.9.
 enum class SessionApi { kNone, kCode, kCommand };
 
+// execd's terminals by version: none before 1.0.10; takeover and the `command` field
+// from 1.0.19 (an older execd ignores both).
+enum class PtyApi { kNone, kBasic, kFull };
+
 enum class Runtime { kDocker, kKubernetes };
 
 struct FakeConfig {
@@ -37,5 +41,6 @@ struct FakeConfig {
 bool ExecdKeepsBlankLines(const std::string& version);
 // Which bash-session API an execd version serves (docs/opensandbox.md §2.15).
 SessionApi ExecdSessionApi(const std::string& version);
+PtyApi ExecdPtyApi(const std::string& version);
 
 }  // namespace fake_opensandbox

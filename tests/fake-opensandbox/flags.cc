@@ -39,6 +39,13 @@ bool ExecdKeepsBlankLines(const std::string& version) {
   return VersionParts(version) >= std::vector<int>{1, 0, 17};
 }
 
+PtyApi ExecdPtyApi(const std::string& version) {
+  const std::vector<int> parts = VersionParts(version);
+  if (parts >= std::vector<int>{1, 0, 19}) return PtyApi::kFull;
+  if (parts >= std::vector<int>{1, 0, 10}) return PtyApi::kBasic;
+  return PtyApi::kNone;
+}
+
 SessionApi ExecdSessionApi(const std::string& version) {
   const std::vector<int> parts = VersionParts(version);
   if (parts >= std::vector<int>{1, 0, 9}) return SessionApi::kCommand;
@@ -62,7 +69,9 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
                            repeat to accept several keys
   --execd-version V        execd line framing: 1.0.19 (default) sends blank lines as
                            "\n"; 1.0.16 or older drops them. Bash sessions: none
-                           before 1.0.8; 1.0.8's run request takes `code`
+                           before 1.0.8; 1.0.8's run request takes `code`.
+                           Terminals: none before 1.0.10; takeover and
+                           `command` from 1.0.19
   --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
   --runtime docker|kubernetes
                            pause/resume and error-code flavour (default docker)

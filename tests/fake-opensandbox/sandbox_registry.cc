@@ -147,6 +147,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   options.clock = clock_;
   options.keep_blank_lines = ExecdKeepsBlankLines(config_.execd_version);
   options.session_api = ExecdSessionApi(config_.execd_version);
+  options.pty_api = ExecdPtyApi(config_.execd_version);
   options.access_token = config_.execd_token;
   options.ready_after = config_.execd_ready_after;
   options.sse_grace_ms = config_.sse_grace_ms;

@@ -14,6 +14,7 @@
 
 #include "bench/clock.h"
 #include "bench/scenarios.h"
+#include "bench/side_by_side.h"
 #include "bench/stats.h"
 
 namespace abx::bench {
@@ -102,33 +103,15 @@ void RunCode(BenchContext& ctx) {
   } else {
     const std::string params = "{\"sandbox_id\":\"" + sandbox + "\",\"context_id\":\"" + ours_context +
                                "\",\"code\":\"1+1\"}";
-    std::vector<double> ours, base;
-    int ours_errors = 0, base_errors = 0;
-    const int warmup = 5, runs = std::max(20, ctx.options.warm_runs / 2);
-    for (int i = 0; i < warmup + runs; ++i) {
-      Stopwatch t;
-      Answer a = s.Call("code.run", params, 30000);
-      const double ms = t.ElapsedMs();
-      if (!a.ok) ++ours_errors, error = a.error;
-      else if (i >= warmup) ours.push_back(ms);
-      t.Restart();
-      const bool ok = RunCodeDirect(direct, execd_base, direct_context, "1+1", &error);
-      const double bms = t.ElapsedMs();
-      if (!ok) ++base_errors;
-      else if (i >= warmup) base.push_back(bms);
-    }
-    const Summary o = Summarize(ours), b = Summarize(base);
-    Row row{row1, Ms(o.median), Ms(b.median) + " (libcurl → execd /code)", "", "≤ 1.3×", "n/a"};
-    if (o.count && b.count) {
-      row.ratio = Times(o.median / b.median);
-      row.met = Met(o.median / b.median <= 1.3 && ours_errors == 0);
-    }
-    ctx.report.Add(row);
-    ctx.report.Note("code", "code.run 1+1: ours " + Describe(o, "ms") + ", direct " + Describe(b, "ms") +
-                                (ours_errors + base_errors ? "; errors: ours " + std::to_string(ours_errors) +
-                                                                 ", direct " + std::to_string(base_errors) + " (" +
-                                                                 error + ")"
-                                                           : ""));
+    const SideBySide r = Alternate(
+        5, std::max(20, ctx.options.warm_runs / 2),
+        [&](std::string* why) {
+          Answer a = s.Call("code.run", params, 30000);
+          if (!a.ok) *why = a.error;
+          return a.ok;
+        },
+        [&](std::string* why) { return RunCodeDirect(direct, execd_base, direct_context, "1+1", why); });
+    AddMedianRow(ctx, row1, "libcurl → execd /code", 1.3, "code", "code.run 1+1", r);
   }
 
   // 2. 16 contexts at once, each side with contexts of its own, made beforehand.

@@ -9,6 +9,7 @@
 
 #include "bench/clock.h"
 #include "bench/scenarios.h"
+#include "bench/side_by_side.h"
 #include "bench/stats.h"
 
 namespace abx::bench {
@@ -60,33 +61,15 @@ void RunShell(BenchContext& ctx) {
 
   const std::string params =
       ctx.Params("\"shell_id\":\"" + shell + "\",\"command\":\"" + std::string(kCommand) + "\"");
-  std::vector<double> ours, base;
-  int ours_errors = 0, base_errors = 0;
-  const int warmup = 5, runs = std::max(20, ctx.options.warm_runs / 2);
-  for (int i = 0; i < warmup + runs; ++i) {
-    Stopwatch t;
-    Answer a = s.Call("exec.run", params, 30000);
-    const double ms = t.ElapsedMs();
-    if (!a.ok) ++ours_errors, error = a.error;
-    else if (i >= warmup) ours.push_back(ms);
-    t.Restart();
-    const bool ok = RunInSessionDirect(direct, ctx.execd_base, session, &error);
-    const double bms = t.ElapsedMs();
-    if (!ok) ++base_errors;
-    else if (i >= warmup) base.push_back(bms);
-  }
-  const Summary o = Summarize(ours), b = Summarize(base);
-  Row row{row_name, Ms(o.median), Ms(b.median) + " (libcurl → execd /session/{id}/run)", "", "≤ 1.3×", "n/a"};
-  if (o.count && b.count) {
-    row.ratio = Times(o.median / b.median);
-    row.met = Met(o.median / b.median <= 1.3 && ours_errors == 0);
-  }
-  ctx.report.Add(row);
-  ctx.report.Note("shell", "exec.run in a shell: ours " + Describe(o, "ms") + ", direct " + Describe(b, "ms") +
-                               (ours_errors + base_errors ? "; errors: ours " + std::to_string(ours_errors) +
-                                                                ", direct " + std::to_string(base_errors) + " (" +
-                                                                error + ")"
-                                                          : ""));
+  const SideBySide r = Alternate(
+      5, std::max(20, ctx.options.warm_runs / 2),
+      [&](std::string* why) {
+        Answer a = s.Call("exec.run", params, 30000);
+        if (!a.ok) *why = a.error;
+        return a.ok;
+      },
+      [&](std::string* why) { return RunInSessionDirect(direct, ctx.execd_base, session, why); });
+  AddMedianRow(ctx, row_name, "libcurl → execd /session/{id}/run", 1.3, "shell", "exec.run in a shell", r);
   s.Call("shell.close", ctx.Params("\"shell_id\":\"" + shell + "\""), 30000);
   s.Close();
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "bridge/core/exec.h"
+#include "bridge/core/sandbox_script.h"
 #include "bridge/core/shells.h"
 #include "bridge/core/shell_quote.h"
 
@@ -48,30 +49,11 @@ std::optional<std::string> NormalizeSignal(const std::string& signal) {
   return std::nullopt;
 }
 
-Result<std::string> Processes::RunCollect(opensandbox::ExecdClient& execd, const std::string& command,
-                                          int* exit_code, CancelToken* cancel) {
-  std::string out;
-  std::optional<int> code;
-  Status st = execd.RunCommand(
-      CommandBody(command, "", false, 30000, std::nullopt, std::nullopt, {}), cancel, 20000,
-      [&](const opensandbox::ExecdEvent& e) {
-        if (e.type == "stdout") out += (e.text == "\n" ? "" : e.text) + "\n";
-        if (e.type == "execution_complete") code = 0;
-        if (e.type == "error") code = std::atoi(e.error_value().c_str());
-        return e.type != "execution_complete" && e.type != "error";
-      },
-      [] {});
-  if (!st.ok()) return st.error();
-  if (!code) return MakeError(ErrorCode::kUnreachable, "the probe command's stream broke");
-  *exit_code = *code;
-  return out;
-}
-
 Result<std::vector<ProcessInfo>> Processes::List(const std::string& sandbox_id,
                                                  CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
-  ABX_ASSIGN_OR_RETURN(std::string out, RunCollect(execd, kListScript, &code, cancel));
+  ABX_ASSIGN_OR_RETURN(std::string out, RunSandboxScript(execd, kListScript, &code, cancel));
   std::vector<ProcessInfo> processes;
   size_t at = 0;
   while (at < out.size()) {
@@ -99,7 +81,7 @@ Result<bool> Processes::SignalPid(const std::string& sandbox_id, int pid,
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
   ABX_ASSIGN_OR_RETURN(std::string out,
-                       RunCollect(execd, "kill -s " + *name + " " + std::to_string(pid) + " 2>/dev/null",
+                       RunSandboxScript(execd, "kill -s " + *name + " " + std::to_string(pid) + " 2>/dev/null",
                                   &code, cancel));
   (void)out;
   return code == 0;

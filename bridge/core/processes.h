@@ -37,8 +37,6 @@ class Processes {
                         CancelToken* cancel);
 
  private:
-  Result<std::string> RunCollect(opensandbox::ExecdClient& execd, const std::string& command, int* exit_code,
-                                 CancelToken* cancel);
   EndpointCache* upstream_;
   const ProviderConfig* config_;
 };

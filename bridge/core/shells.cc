@@ -12,6 +12,7 @@
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/output_assembler.h"
 #include "bridge/core/random_hex.h"
+#include "bridge/core/sandbox_script.h"
 #include "bridge/core/shell_script.h"
 
 namespace abx::core {
@@ -68,24 +69,14 @@ bool ParseExitCode(const std::string& text, int* out) {
   return true;
 }
 
-// Ends the run's bash and every process its command started, through execd's /command
-// (shell_script.h). Not cancellable: it is what a cancel does; bounded by its timeout.
+// Ends the run's bash and every process its command started (shell_script.h). Not
+// cancellable: it is what a cancel does; bounded by its timeout.
 void EndRunProcesses(opensandbox::ExecdClient& execd, const std::optional<ShellRunHeader>& header,
                      const std::string& tag, const std::string& exec_id) {
   CancelToken uncancellable;
-  bool finished = false;
-  Status st = execd.RunCommand(
-      CommandBody(KillShellRunScript(header, tag), "", false, 30000, std::nullopt, std::nullopt, {}),
-      &uncancellable, kStreamIdleTimeoutMs,
-      [&](const opensandbox::ExecdEvent& e) {
-        finished = e.type == "execution_complete" || e.type == "error";
-        return !finished;
-      },
-      [] {});
-  if (!st.ok() || !finished) {
-    log::Warn("shell.end_processes_failed",
-              {{"exec_id", exec_id}, {"error", st.ok() ? "the stream ended early" : st.error().message}});
-  }
+  int code = 0;
+  auto ended = RunSandboxScript(execd, KillShellRunScript(header, tag), &code, &uncancellable);
+  if (!ended.ok()) log::Warn("shell.end_processes_failed", {{"exec_id", exec_id}, {"error", ended.error().message}});
 }
 
 constexpr char kExecIdPrefix[] = "shell-";

@@ -11,16 +11,23 @@
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/core/shell_quote.h"
 #include "bridge/opensandbox/pty_frames.h"
+#include "common/limits.h"
 
 namespace abx::core {
 namespace {
 
 using opensandbox::PtyFrame;
 
-// Output the holder lags behind by before the bridge stops reading from execd (TCP then
-// pushes back on it), and the lag at which it reads again.
-constexpr uint64_t kPauseLagBytes = 512 << 10;
-constexpr uint64_t kResumeLagBytes = 128 << 10;
+// A holder that lags behind: at kHeldBytes of output held for it the bridge stops
+// reading from execd (TCP pushes back, so the shell waits), and reads again once the lag
+// is under kResumeLagBytes. A holder that has not caught up after kParkAfter has
+// stopped reading: the bridge then drops its connection to execd, so the shell runs on
+// (execd keeps its last 1 MiB; a client that stalls execd's writes for 10 s would
+// end execd's output pump instead), and reconnects from the next byte owed once the
+// holder has taken everything held.
+constexpr uint64_t kHeldBytes = kPtyBufferBytes;
+constexpr uint64_t kResumeLagBytes = kHeldBytes / 2;
+constexpr auto kParkAfter = std::chrono::seconds(5);
 // One pty.output carries at most this much.
 constexpr size_t kChunkBytes = 64 << 10;
 // execd's close code for a client another one took over from.
@@ -104,6 +111,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       // (in order: Send queues behind it until socket_ is set, under the same lock).
       socket_ = socket;
       ever_connected_ = true;
+      parked_ = false;
       for (std::string& frame : pending_input_) socket->Send(false, std::move(frame));
       pending_input_.clear();
       pending_bytes_ = 0;
@@ -301,6 +309,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     const bool was_in_use = socket_ != nullptr;
     socket_.reset();
     paused_ = false;
+    ++pause_episode_;
     if (ended_ || closing_) {
       ended_ = true;
     } else if (!connected_ || !was_in_use) {
@@ -390,25 +399,57 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     return Connect(/*takeover=*/true, cancel, timeout_ms);
   }
 
+  // Kept: the last 1 MiB, and all the holder is still owed (at most kHeldBytes and
+  // one frame: past that the connection is paused, then dropped).
   void AppendLocked(const std::string& data) {
     kept_ += data;
     end_ += data.size();
-    if (kept_.size() > Terminals::kKeptBytes + (Terminals::kKeptBytes >> 2)) {
-      const size_t drop = kept_.size() - Terminals::kKeptBytes;
-      kept_.erase(0, drop);
-      kept_from_ += drop;
+    const uint64_t window_from = end_ > Terminals::kKeptBytes ? end_ - Terminals::kKeptBytes : 0;
+    const uint64_t owed_from = holder_ ? std::min(holder_next_, end_) : end_;
+    const uint64_t keep_from = std::max(kept_from_, std::min(window_from, owed_from));
+    if (keep_from - kept_from_ > (Terminals::kKeptBytes >> 2)) {  // erased in batches
+      kept_.erase(0, static_cast<size_t>(keep_from - kept_from_));
+      kept_from_ = keep_from;
     }
     Flow();
   }
 
-  // Reading from execd pauses while the holder lags far behind, so nothing it is owed
-  // leaves the kept window.
+  // Reading from execd follows the holder's lag (see kHeldBytes).
   void Flow() {
     const uint64_t lag = holder_ ? end_ - std::min(end_, holder_next_) : 0;
-    const bool pause = lag > kPauseLagBytes;
-    if (pause == paused_ || (!pause && lag > kResumeLagBytes)) return;
-    paused_ = pause;
-    if (socket_) socket_->SetReading(!pause);
+    if (socket_ && !paused_ && lag >= kHeldBytes) {
+      paused_ = true;
+      socket_->SetReading(false);
+      const uint64_t episode = ++pause_episode_;
+      std::thread([weak = weak_from_this(), episode] {
+        std::this_thread::sleep_for(kParkAfter);
+        if (auto self = weak.lock()) self->ParkIfStillPaused(episode);
+      }).detach();
+    } else if (paused_ && lag < kResumeLagBytes) {
+      paused_ = false;
+      ++pause_episode_;
+      if (socket_) socket_->SetReading(true);
+    } else if (parked_ && lag == 0 && !restoring_ && !ended_ && !closing_) {
+      // The holder took everything held: connect again from the next byte owed.
+      restoring_ = true;
+      if (restorer_.joinable()) restorer_.detach();  // finished: it cleared restoring_
+      restorer_ = std::thread([self = shared_from_this()] { self->RestoreInBackground(); });
+    }
+  }
+
+  // The holder stopped reading: the connection goes, so execd lets the shell run on.
+  void ParkIfStillPaused(uint64_t episode) {
+    std::shared_ptr<http::WebSocket> socket;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!paused_ || episode != pause_episode_ || !socket_) return;
+      paused_ = false;
+      parked_ = true;
+      ++generation_;  // what the dropped connection still says is stale
+      socket = std::move(socket_);
+      log::Info("pty.parked", {{"pty_id", pty_id_}, {"held_bytes", std::to_string(end_ - holder_next_)}});
+    }
+    socket->Abort();
   }
 
   // The delivery thread.
@@ -496,7 +537,9 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   uint64_t exit_offset_ = 0;
   bool sandbox_checked_ = false;
   std::thread restorer_;
-  bool paused_ = false;
+  bool paused_ = false;       // not reading: the holder lags kHeldBytes behind
+  uint64_t pause_episode_ = 0;
+  bool parked_ = false;       // connection dropped until the holder has caught up
   std::shared_ptr<TerminalHolder> holder_;
   uint64_t holder_next_ = 0;
   bool exit_delivered_ = false;

@@ -13,8 +13,9 @@
 // that writes slowly stalls only its terminal.
 //
 // A connection to execd that drops while the shell lives is restored from the next
-// byte owed. Not yet: letting the shell run on while a host does not read (the bridge
-// stops reading from execd instead, so execd holds the shell back).
+// byte owed. A holder that stops reading gets at most pty_buffer_bytes held for it:
+// then the connection is dropped so the shell runs on, and restored once the holder
+// has caught up (terminals.cc, kHeldBytes).
 
 #include <condition_variable>
 #include <cstdint>

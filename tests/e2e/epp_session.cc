@@ -213,6 +213,10 @@ void EppSession::ReadLoop() {
   char buffer[65536];
   int fd = process_->stdout_fd();
   while (!stopping_) {
+    if (reading_paused_) {
+      std::this_thread::sleep_for(Millis(20));
+      continue;
+    }
     if (!WaitReadable(fd, Millis(100))) continue;
     ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;

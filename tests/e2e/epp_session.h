@@ -104,6 +104,8 @@ class EppSession {
 
   // Waits for EOF on the shim's stdout (every writer gone, daemon children included).
   bool WaitStdoutEof(Millis timeout);
+  // While paused, the shim's stdout is not read: a host that stops reading.
+  void PauseReading(bool paused) { reading_paused_ = paused; }
   void CloseStdin();
   std::optional<ExitStatus> WaitExit(Millis timeout);
   pid_t pid() const { return process_->pid(); }
@@ -122,6 +124,7 @@ class EppSession {
   std::unique_ptr<Process> process_;
   std::string stderr_path_;
   Clock::time_point started_;
+  std::atomic<bool> reading_paused_{false};
   std::atomic<bool> stopping_{false};
   std::thread reader_;
   std::atomic<int64_t> next_id_{1};

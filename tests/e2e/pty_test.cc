@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <thread>
@@ -266,6 +267,144 @@ TEST_F(PtyTest, ADroppedConnectionIsHealedWithNoGapAndNoRepeat) {
   EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
   ASSERT_TRUE(Type(shim_, pty, "echo after-$((5+5))\n"));
   ASSERT_TRUE(WaitOutput(shim_, pty, "after-10"));
+}
+
+TEST_F(PtyTest, ATerminalWorksThroughTheServerProxyAndHealsThere) {
+  EppSession* proxied = StartInitializedShim({{"ABX_OPENSANDBOX_USE_SERVER_PROXY", "true"}});
+  ASSERT_NE(proxied, nullptr);
+  // Only the fake counts the connections its proxy route opens, and only it has faults.
+  const auto before = live() ? std::nullopt : fake().Stats();
+  if (!live()) ASSERT_TRUE(fake().SetFaults(R"({"pty_drop_after_bytes":20000})"));
+  const std::string pty = Open(proxied, "\"cols\":91,\"rows\":33");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(proxied, pty, "stty size; seq 1 10000\n"));
+  ASSERT_TRUE(WaitOutput(proxied, pty, "\r\n10000\r\n", Millis(30000)));
+  const std::string out = Output(proxied, pty);  // contiguous offsets, checked there
+  EXPECT_NE(out.find("33 91"), std::string::npos);
+  EXPECT_NE(out.find("\r\n4999\r\n5000\r\n5001\r\n"), std::string::npos);
+  EXPECT_TRUE(proxied->NotificationsByMethod("pty.detached").empty());
+  if (!live()) {
+    const auto after = fake().Stats();
+    ASSERT_TRUE(before && after);
+    // The terminal's first connection and the one that healed the drop, at least.
+    EXPECT_GE(after->server_proxy_upstream_connections, before->server_proxy_upstream_connections + 2)
+        << "the terminal did not go through the server's proxy route";
+  }
+  ASSERT_TRUE(Type(proxied, pty, "exit 4\n"));
+  MessagePtr exit = WaitFor(proxied, "pty.exit", pty);
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 4) << exit->raw;
+}
+
+// Another daemon (another build, or this one after a restart) attaching a terminal
+// takes execd's connection over: execd closes this bridge's connection with 4001.
+TEST_F(PtyTest, ATakeoverByAnotherBridgeDetachesTheHolderHere) {
+  const std::string pty = Open(shim_, "\"keep\":true");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo here-$((8))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "here-8\r\n"));
+  const std::string other_socket = socket_dir() + "/other-bridge.sock";
+  EppSession* elsewhere = StartInitializedShim({{"ABX_OPENSANDBOX_BRIDGE_SOCKET", other_socket}});
+  ASSERT_NE(elsewhere, nullptr);
+  MessagePtr attached = Call(elsewhere, "pty.attach", pty, "\"since\":0");
+  ASSERT_NE(attached, nullptr);
+  ASSERT_FALSE(attached->IsError()) << attached->raw;
+  EXPECT_EQ(GetInt(attached->result(), "lost", -1), 0);
+  MessagePtr detached = WaitFor(shim_, "pty.detached", pty);
+  ASSERT_NE(detached, nullptr);
+  EXPECT_EQ(GetString(detached->params(), "reason"), "taken_over") << detached->raw;
+  EXPECT_EQ(static_cast<uint64_t>(GetInt(detached->params(), "offset")), Output(shim_, pty).size());
+  MessagePtr refused = Call(shim_, "pty.input", pty, "\"data\":\"x\"");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->EppCode(), "E8007") << refused->raw;
+  // The other daemon replays execd's window from 0 and carries on.
+  ASSERT_TRUE(Type(elsewhere, pty, "echo there-$((9))\n"));
+  ASSERT_TRUE(WaitOutput(elsewhere, pty, "there-9\r\n"));
+  EXPECT_NE(Output(elsewhere, pty).find("here-8"), std::string::npos);
+  // Listed here still, no longer attached; attaching here takes it back.
+  MessagePtr listed = shim_->Request("pty.list", JsonObject().Str("sandbox_id", sandbox_).str());
+  ASSERT_NE(listed, nullptr);
+  EXPECT_NE(listed->raw.find("\"attached\":false"), std::string::npos) << listed->raw;
+  MessagePtr back = Call(shim_, "pty.attach", pty, "\"since\":" + std::to_string(Output(shim_, pty).size()));
+  ASSERT_NE(back, nullptr);
+  ASSERT_FALSE(back->IsError()) << back->raw;
+  EXPECT_EQ(GetInt(back->result(), "lost", -1), 0) << back->raw;
+  ASSERT_NE(WaitFor(elsewhere, "pty.detached", pty), nullptr);
+  ASSERT_TRUE(Type(shim_, pty, "echo back-$((10))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "back-10\r\n"));
+  EXPECT_NE(Output(shim_, pty).find("there-9"), std::string::npos) << "what the other bridge's holder saw is replayed";
+  MessagePtr closed = Call(shim_, "pty.close", pty);
+  ASSERT_NE(closed, nullptr);
+  EXPECT_TRUE(GetBool(closed->result(), "closed")) << closed->raw;
+  std::string ignored;
+  RunCommand({BridgeBinary(), "stop", "--socket", other_socket}, ShimEnv(), Millis(5000), &ignored);
+}
+
+// A host that stops reading: the bridge holds at most pty_buffer_bytes for it, then lets
+// go of execd's connection so the shell runs on, and reconnects once the host has read
+// what was held; what left execd's 1 MiB window meanwhile shows as a gap in the offsets.
+TEST_F(PtyTest, AHostThatStopsReadingLetsTheShellRunOnAndSeesAGap) {
+  const std::string pty = Open(shim_);
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo ready-$((1+1))\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "ready-2\r\n"));
+  shim_->PauseReading(true);
+  ASSERT_TRUE(Type(shim_, pty, "seq 1 4000000; echo finished > /pty-done.txt; echo fin-$((6*7))\n"));
+  // The shell finishes while nobody reads its terminal.
+  EppSession* other = StartInitializedShim();
+  ASSERT_NE(other, nullptr);
+  bool finished = false;
+  const auto deadline = Clock::now() + Millis(60000);
+  while (!finished && Clock::now() < deadline) {
+    MessagePtr read = other->Request("files.read", JsonObject().Str("sandbox_id", sandbox_).Str("path", "/pty-done.txt").str(),
+                                     Millis(30000));
+    finished = read && !read->IsError();
+    if (!finished) std::this_thread::sleep_for(Millis(200));
+  }
+  shim_->PauseReading(false);
+  ASSERT_TRUE(finished) << "the shell was held back while the host did not read";
+  // In order and without a repeat, with a gap; everything before the first gap is what
+  // was held for the host (and was in the pipes to it).
+  struct Seen {
+    bool gap = false;
+    uint64_t contiguous = 0;
+    std::string tail;  // the last bytes
+  };
+  auto seen = [&] {
+    Seen out;
+    uint64_t next = 0;
+    for (const MessagePtr& n : shim_->NotificationsByMethod("pty.output")) {
+      const uint64_t offset = static_cast<uint64_t>(GetInt(n->params(), "offset"));
+      EXPECT_GE(offset, next) << "a repeat in pty.output";
+      if (offset > next && !out.gap) {
+        out.gap = true;
+        out.contiguous = next;
+      }
+      const std::string data = Unbase64(GetString(n->params(), "data"));
+      next = offset + data.size();
+      out.tail += data;
+      if (out.tail.size() > 256) out.tail.erase(0, out.tail.size() - 256);
+    }
+    return out;
+  };
+  auto wait_tail = [&](const std::string& needle) {
+    const auto until = Clock::now() + Millis(60000);
+    while (Clock::now() < until) {
+      if (seen().tail.find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(Millis(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_tail("fin-42\r\n")) << seen().tail;
+  const Seen got = seen();
+  EXPECT_TRUE(got.gap) << "no output was skipped, so the shell must have waited for the host";
+  // pty_buffer_bytes in the bridge, the session's 16 MiB window to the shim, the shim's
+  // own buffer and the pipe to the host.
+  EXPECT_LT(got.contiguous, 24u << 20) << "held for a host that did not read";
+  std::printf("output before the first gap: %llu bytes\n", static_cast<unsigned long long>(got.contiguous));
+  EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
+  ASSERT_TRUE(Type(shim_, pty, "echo after-$((5+5))\n"));
+  EXPECT_TRUE(wait_tail("after-10\r\n")) << seen().tail;
 }
 
 TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {

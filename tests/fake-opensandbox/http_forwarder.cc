@@ -59,12 +59,8 @@ std::string RawQuery(const httplib::Request& req) {
   return q == std::string::npos ? "" : req.target.substr(q);
 }
 
-bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
-                    const ForwardTarget& target) {
-  auto state = std::make_shared<ForwardState>();
-  UpstreamRequest upstream;
-  upstream.method = req.method;
-  upstream.path_and_query = target.path_and_query;
+httplib::Headers ForwardedHeaders(const httplib::Request& req, const ForwardTarget& target) {
+  httplib::Headers headers;
   for (const auto& [name, value] : req.headers) {
     if (IsHopByHop(name)) continue;
     // httplib adds these itself on the server side; they are not the client's.
@@ -75,12 +71,21 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
     bool dropped = false;
     for (const auto& drop : target.dropped_headers) dropped = dropped || SameName(name, drop);
     if (dropped) continue;
-    upstream.headers.emplace(SameName(name, kProxiedContentTypeHeader) ? "Content-Type" : name,
-                             value);
+    headers.emplace(SameName(name, kProxiedContentTypeHeader) ? "Content-Type" : name, value);
   }
   for (const auto& [name, value] : target.added_headers) {
-    if (!req.has_header(name.c_str())) upstream.headers.emplace(name, value);
+    if (!req.has_header(name.c_str())) headers.emplace(name, value);
   }
+  return headers;
+}
+
+bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
+                    const ForwardTarget& target) {
+  auto state = std::make_shared<ForwardState>();
+  UpstreamRequest upstream;
+  upstream.method = req.method;
+  upstream.path_and_query = target.path_and_query;
+  upstream.headers = ForwardedHeaders(req, target);
   upstream.body = req.body;
   UpstreamHandlers handlers;
   handlers.on_head = [state](int status, const httplib::Headers& headers) {

@@ -32,6 +32,10 @@ struct ForwardTarget {
 bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
                     const ForwardTarget& target);
 
+// The request's headers as a proxy passes them on: without hop-by-hop and dropped ones,
+// with the added ones the request lacks (no Host: the upstream request sets its own).
+httplib::Headers ForwardedHeaders(const httplib::Request& req, const ForwardTarget& target);
+
 // The raw (still percent-encoded) query of a request, with its '?', or "".
 std::string RawQuery(const httplib::Request& req);
 

@@ -1,10 +1,12 @@
 // The lifecycle server's reverse proxy /sandboxes/<id>/proxy/<P>/... (docs/opensandbox.md §1.10),
 // reachable without an API key. It forwards to the sandbox's execd listener as
 // /proxy/<P>/..., which serves execd itself for P=44772 and other ports of the host
-// otherwise; answers (SSE included) are streamed through as they arrive.
+// otherwise; answers (SSE included) are streamed through as they arrive, and a WebSocket
+// upgrade joins the two connections (upgrade_tunnel.h).
 
 #include "tests/fake-opensandbox/http_forwarder.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
+#include "tests/fake-opensandbox/upgrade_tunnel.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -14,7 +16,8 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
   std::string port = req.matches[2];
   std::string upgrade = req.get_header_value("Upgrade");
   for (auto& c : upgrade) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-  if (upgrade == "websocket") {
+  const bool websocket = IsWebSocketUpgrade(req);
+  if (upgrade == "websocket" && !websocket) {
     return SendCodeMessage(res, 400, "GENERAL::UNKNOWN_ERROR",
                            "WebSocket upgrade is not supported on the HTTP proxy route.");
   }
@@ -34,7 +37,7 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
                           {"X-Forwarded-Host", req.get_header_value("Host")},
                           {"X-Forwarded-For", req.remote_addr}};
   target.connection_counter = &ctx->stats->server_proxy_upstream_connections;
-  if (!ForwardRequest(req, res, target)) {
+  if (websocket ? !TunnelUpgrade(req, target) : !ForwardRequest(req, res, target)) {
     SendCodeMessage(res, 502, "GENERAL::UNKNOWN_ERROR",
                     "Could not connect to the backend sandbox " + id + ".");
   }

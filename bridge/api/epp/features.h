@@ -24,7 +24,6 @@ inline constexpr Partial kPartial[] = {
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
     {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},
-    {"pty", "a host that stops reading pauses the terminal's output (execd then holds the shell back)"},
 };
 
 // The "partial" object of initialize and provider.info.

@@ -37,6 +37,9 @@ constexpr auto kDropWindow = std::chrono::seconds(10);
 constexpr int64_t kRestoreTimeoutMs = 15000;
 // Input held while a connection is restored.
 constexpr size_t kPendingInputBytes = 1 << 20;
+// Input queued for a connection and not yet written to it: more waits until execd
+// reads (a program that does not read its terminal makes execd stop reading).
+constexpr size_t kQueuedInputBytes = 1 << 20;
 
 }  // namespace
 
@@ -100,6 +103,9 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     handlers.on_end = [weak, generation](const http::WebSocketEnd& end) {
       if (auto self = weak.lock()) self->OnEnd(generation, end);
     };
+    handlers.on_sent = [weak] {
+      if (auto self = weak.lock()) self->OnSent();
+    };
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
                          execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
     std::unique_lock<std::mutex> lock(mu_);
@@ -127,12 +133,25 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
                      "terminal " + pty_id_ + ": execd did not confirm the connection");
   }
 
-  // Queued for execd. While the connection is being restored, input waits (at most
-  // 1 MiB, then E8008) and a resize or signal is dropped.
-  Status Send(bool text, std::string payload) {
+  // Queued for execd. Input waits while kQueuedInputBytes sent before it are still
+  // unwritten, at most `wait_ms` (then E8006). While the connection is being restored,
+  // input waits (at most 1 MiB, then E8008) and a resize or signal is dropped.
+  Status Send(bool text, std::string payload, int64_t wait_ms) {
     std::shared_ptr<http::WebSocket> socket;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!text && socket_ && socket_->queued_bytes() > kQueuedInputBytes) {
+        ++input_waiters_;
+        const bool moved = cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+          return !socket_ || socket_->queued_bytes() <= kQueuedInputBytes || ended_ || stopping_;
+        });
+        --input_waiters_;
+        if (!moved) {
+          return MakeError(ErrorCode::kTimeout, "terminal " + pty_id_ + ": execd has not read its input for " +
+                                                    std::to_string(wait_ms / 1000) +
+                                                    " s (the program in it does not read)");
+        }
+      }
       socket = socket_;
       if (!socket) {
         if (ended_) return MakeError(ErrorCode::kInvalidState, "terminal " + pty_id_ + " has ended");
@@ -301,6 +320,12 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         break;
     }
     cv_.notify_all();
+  }
+
+  // On the WebSocket's thread: input waiting for room may go on.
+  void OnSent() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (input_waiters_ > 0) cv_.notify_all();
   }
 
   void OnEnd(uint64_t generation, const http::WebSocketEnd& end) {
@@ -534,6 +559,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   std::deque<std::chrono::steady_clock::time_point> drops_;  // within kDropWindow
   std::vector<std::string> pending_input_;  // stdin frames waiting for the connection
   size_t pending_bytes_ = 0;
+  int input_waiters_ = 0;
   uint64_t exit_offset_ = 0;
   bool sandbox_checked_ = false;
   std::thread restorer_;
@@ -631,7 +657,7 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
     execd.DeletePty(pty_id, &uncancellable);
     return connected.error().Within("open terminal");
   }
-  if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows));
+  if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows), 0);
   upstream_->terminals().Add(terminal);
   if (holder) {
     terminal->SetHolder(std::move(holder), 0, [&](uint64_t, uint64_t) { answer(pty_id); });
@@ -701,13 +727,13 @@ Result<std::shared_ptr<Terminal>> Held(EndpointCache* upstream, const std::strin
 Status Terminals::Input(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
                         std::string bytes) {
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  return terminal->Send(false, opensandbox::PtyStdinFrame(bytes));
+  return terminal->Send(false, opensandbox::PtyStdinFrame(bytes), RequestTimeoutMs());
 }
 
 Status Terminals::Resize(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
                          int cols, int rows) {
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  return terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows));
+  return terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows), 0);
 }
 
 Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
@@ -721,8 +747,8 @@ Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_i
     return e;
   }
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  if (!what->input.empty()) return terminal->Send(false, opensandbox::PtyStdinFrame(what->input));
-  return terminal->Send(true, opensandbox::PtySignalFrame(what->frame));
+  if (!what->input.empty()) return terminal->Send(false, opensandbox::PtyStdinFrame(what->input), RequestTimeoutMs());
+  return terminal->Send(true, opensandbox::PtySignalFrame(what->frame), 0);
 }
 
 Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& pty_id, CancelToken* cancel) {

@@ -173,6 +173,7 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
       self->queued_ -= self->out_.front().second.size();
       self->out_.pop_front();
       if (ec) return self->Finish(ec, "");
+      if (self->handlers_.on_sent) self->handlers_.on_sent();
       self->WriteNext();
     });
   }

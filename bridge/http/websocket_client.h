@@ -38,6 +38,7 @@ class WebSocket {
   struct Handlers {
     std::function<void(bool text, std::string payload)> on_message;
     std::function<void(const WebSocketEnd& end)> on_end;  // exactly once, after every message
+    std::function<void()> on_sent;  // optional: a message queued by Send was written
   };
   virtual ~WebSocket() = default;
   // Queued; sent in order.

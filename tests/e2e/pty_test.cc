@@ -274,7 +274,9 @@ TEST_F(PtyTest, ATerminalWorksThroughTheServerProxyAndHealsThere) {
   ASSERT_NE(proxied, nullptr);
   // Only the fake counts the connections its proxy route opens, and only it has faults.
   const auto before = live() ? std::nullopt : fake().Stats();
-  if (!live()) ASSERT_TRUE(fake().SetFaults(R"({"pty_drop_after_bytes":20000})"));
+  if (!live()) {
+    ASSERT_TRUE(fake().SetFaults(R"({"pty_drop_after_bytes":20000})"));
+  }
   const std::string pty = Open(proxied, "\"cols\":91,\"rows\":33");
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(proxied, pty, "stty size; seq 1 10000\n"));
@@ -405,6 +407,38 @@ TEST_F(PtyTest, AHostThatStopsReadingLetsTheShellRunOnAndSeesAGap) {
   EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
   ASSERT_TRUE(Type(shim_, pty, "echo after-$((5+5))\n"));
   EXPECT_TRUE(wait_tail("after-10\r\n")) << seen().tail;
+}
+
+// An execd that does not read (the pty_stall_reads_ms fault; a program that does not
+// read its terminal does the same) holds pty.input's answers back once 1 MiB waits in
+// the bridge: the bridge does not buffer a host's input without bound, and every byte
+// still arrives, in order.
+TEST_F(PtyTest, InputWaitsForASlowReaderAndArrivesInOrder) {
+  REQUIRE_FAKE("the pty_stall_reads_ms fault");
+  constexpr int kBlocks = 32;  // of 1 MiB, each of one letter
+  constexpr auto kStall = Millis(5000);
+  ASSERT_TRUE(fake().SetFaults("{\"pty_stall_reads_ms\":" + std::to_string(kStall.count()) + "}"));
+  const auto connected = Clock::now();
+  const std::string pty = Open(shim_, "\"command\":\"sh -c 'stty raw -echo; echo READY; head -c " +
+                                          std::to_string(kBlocks << 20) + " | tr -s a-z; echo; echo DONE'\"");
+  ASSERT_FALSE(pty.empty());
+  ASSERT_TRUE(fake().SetFaults(R"({"pty_stall_reads_ms":0})"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "READY"));
+  std::string expected;
+  int answered_in_stall = 0;
+  for (int i = 0; i < kBlocks; ++i) {
+    const char letter = static_cast<char>('a' + i % 26);
+    expected += letter;
+    ASSERT_TRUE(Type(shim_, pty, std::string(1 << 20, letter))) << "block " << i;
+    if (Clock::now() < connected + kStall - Millis(500)) ++answered_in_stall;
+  }
+  std::printf("pty.input answered while execd read nothing: %d of %d MiB\n", answered_in_stall, kBlocks);
+  // 1 MiB waiting in the bridge, one block on its way, and what the two TCP buffers
+  // of a loopback connection hold (a few MiB each).
+  EXPECT_LE(answered_in_stall, 16) << "the bridge took the host's input without bound";
+  EXPECT_GT(answered_in_stall, 0);
+  ASSERT_TRUE(WaitOutput(shim_, pty, "DONE", Millis(60000)));
+  EXPECT_NE(Output(shim_, pty).find(expected + "\n"), std::string::npos) << Output(shim_, pty).substr(0, 200);
 }
 
 TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {

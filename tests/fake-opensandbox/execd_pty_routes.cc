@@ -134,6 +134,7 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
     std::string ignored;
     context->faults->Update(R"({"pty_drop_after_bytes":0})", &ignored);  // once
   }
+  options.stall_reads_ms = faults.pty_stall_reads_ms;
   const int fd = AcceptedSocketOf(req);
   if (fd < 0) {
     res.status = 500;

@@ -73,6 +73,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.pty_drop_after_bytes = static_cast<int64_t>(value);
     } else if (key == "pty_refuse_upgrade") {
       next.pty_refuse_upgrade = value != 0;
+    } else if (key == "pty_stall_reads_ms") {
+      next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else {
       *error = "unknown fault '" + key + "'";
       return false;
@@ -109,6 +111,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.pty_drop_after_bytes);
   w.Key("pty_refuse_upgrade");
   w.Bool(f.pty_refuse_upgrade);
+  w.Key("pty_stall_reads_ms");
+  w.Int64(f.pty_stall_reads_ms);
   w.EndObject();
   return buffer.GetString();
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -52,7 +53,12 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
  public:
   TerminalSocket(std::shared_ptr<net::io_context> ioc, tcp::socket socket, std::shared_ptr<PtySession> session,
                  PtyStart start, PtySocketOptions options)
-      : ioc_(std::move(ioc)), ws_(std::move(socket)), session_(std::move(session)), start_(std::move(start)), options_(options) {}
+      : ioc_(std::move(ioc)),
+        ws_(std::move(socket)),
+        stall_(ws_.get_executor()),
+        session_(std::move(session)),
+        start_(std::move(start)),
+        options_(options) {}
 
   void Run(http::request<http::string_body> request) {
     ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
@@ -136,6 +142,13 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
     w.Key("mode").String(attached.pipe_mode ? "pipe" : "pty");
     w.EndObject();
     Enqueue(false, w.Take() + "\n", 0);
+    if (options_.stall_reads_ms > 0) {  // the pty_stall_reads_ms fault
+      stall_.expires_after(std::chrono::milliseconds(options_.stall_reads_ms));
+      stall_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (!ec) self->Read();
+      });
+      return;
+    }
     Read();
   }
 
@@ -230,6 +243,7 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
   // a moment longer than the loop runs, and the socket must go before its context.
   std::shared_ptr<net::io_context> ioc_;
   websocket::stream<tcp::socket> ws_;
+  net::steady_timer stall_;
   std::shared_ptr<PtySession> session_;
   const PtyStart start_;
   const PtySocketOptions options_;

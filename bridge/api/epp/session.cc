@@ -8,6 +8,7 @@
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/write_prefix.h"
 #include "bridge/base/error_codes.h"
+#include "bridge/base/json.h"
 #include "bridge/base/log.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
@@ -242,7 +243,7 @@ void Session::Dispatch(std::string id_json, std::string method,
     in_flight_[id_json] = request;
   }
   core_->CountRequest();
-  pool_->Run([this, request] {
+  auto run = [this, request] {
     Result<std::string> result = std::string("null");
     if (request->method() == "shutdown") {
       // Stop accepting (done by the caller), cancel what is in flight, wait, answer.
@@ -262,7 +263,20 @@ void Session::Dispatch(std::string id_json, std::string method,
     if (it != in_flight_.end() && it->second == request) in_flight_.erase(it);
     --running_;
     idle_cv_.notify_all();
-  });
+  };
+  // Keystrokes a host sends without waiting for their answers keep their order: the
+  // requests of one terminal run one after another (a valid pty_id is a string; any
+  // other request starts at once).
+  const std::string& name = request->method();
+  if (name == "pty.input" || name == "pty.resize" || name == "pty.signal") {
+    const rapidjson::Value* pty = params && params->IsObject() ? json::GetMember(*params, "pty_id") : nullptr;
+    const rapidjson::Value* sandbox = params && params->IsObject() ? json::GetMember(*params, "sandbox_id") : nullptr;
+    if (pty && pty->IsString() && sandbox && sandbox->IsString()) {
+      terminal_lanes_.Run(std::string(sandbox->GetString()) + "\n" + pty->GetString(), std::move(run));
+      return;
+    }
+  }
+  pool_->Run(std::move(run));
 }
 
 void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }

@@ -18,6 +18,7 @@
 
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
+#include "bridge/base/serial_lanes.h"
 #include "bridge/base/task_runner.h"
 #include "bridge/core/config.h"
 
@@ -142,6 +143,8 @@ class Session {
 
   core::BridgeCore* core_;
   TaskRunner* pool_;
+  // A terminal's input, resizes and signals, in the order the host sent them.
+  SerialLanes terminal_lanes_{pool_};
   SessionOrigin origin_;
   LineSink* sink_;
   core::ProviderConfig config_;

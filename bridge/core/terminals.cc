@@ -43,6 +43,20 @@ constexpr size_t kQueuedInputBytes = 1 << 20;
 
 }  // namespace
 
+class Terminal;
+
+namespace {
+
+// A handler on the WebSocket's thread may hold a terminal's last reference (the
+// registry let go meanwhile): ~Terminal joins the delivery thread, which may be in a
+// slow call to its holder, and would stall every WebSocket. It goes on a thread of its
+// own instead.
+void LetGoOffThisThread(std::shared_ptr<Terminal> terminal) {
+  if (terminal.use_count() == 1) std::thread([last = std::move(terminal)] {}).detach();
+}
+
+}  // namespace
+
 // One terminal: its WebSocket, the output it kept, its holder and the delivery thread.
 class Terminal : public std::enable_shared_from_this<Terminal> {
  public:
@@ -98,13 +112,22 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     }
     http::WebSocket::Handlers handlers;
     handlers.on_message = [weak, generation](bool text, std::string payload) {
-      if (auto self = weak.lock()) self->OnMessage(generation, text, std::move(payload));
+      if (auto self = weak.lock()) {
+        self->OnMessage(generation, text, std::move(payload));
+        LetGoOffThisThread(std::move(self));
+      }
     };
     handlers.on_end = [weak, generation](const http::WebSocketEnd& end) {
-      if (auto self = weak.lock()) self->OnEnd(generation, end);
+      if (auto self = weak.lock()) {
+        self->OnEnd(generation, end);
+        LetGoOffThisThread(std::move(self));
+      }
     };
     handlers.on_sent = [weak] {
-      if (auto self = weak.lock()) self->OnSent();
+      if (auto self = weak.lock()) {
+        self->OnSent();
+        LetGoOffThisThread(std::move(self));
+      }
     };
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
                          execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
@@ -513,6 +536,17 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         lock.lock();
         continue;
       }
+      if (exit_code_ && !exit_offset_checked_) {
+        // execd's exit frame can overtake the last output: its count of the output
+        // shows what was lost, as an exit offset past the last byte. (Asked once.)
+        exit_offset_checked_ = true;
+        lock.unlock();
+        CancelToken uncancellable;  // bounded by request_timeout
+        auto status = execd_.GetPty(pty_id_, &uncancellable);
+        lock.lock();
+        if (status.ok()) exit_offset_ = std::max(exit_offset_, status->output_offset);
+        continue;
+      }
       exit_delivered_ = true;
       const std::optional<int> code = exit_code_;
       const std::optional<Error> error = end_error_;
@@ -562,6 +596,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   int input_waiters_ = 0;
   uint64_t exit_offset_ = 0;
   bool sandbox_checked_ = false;
+  bool exit_offset_checked_ = false;
   std::thread restorer_;
   bool paused_ = false;       // not reading: the holder lags kHeldBytes behind
   uint64_t pause_episode_ = 0;

@@ -2,11 +2,16 @@
 // whose terminals are real pseudo-terminals running bash. Typed input echoed, the size
 // a terminal opens at and a resize, Ctrl-C through pty.signal, exit with its code, a kept
 // terminal reattached from a second shim with `since` replaying byte for byte, a second
-// holder taking over from the first, terminals without keep closed with their session,
-// TERM and env reaching the shell, and the errors of bad requests.
+// holder taking over from the first (also another bridge, through execd's 4001),
+// terminals without keep closed with their session, TERM and env reaching the shell, a
+// drop healed (directly and through the server proxy), a host that stops reading, input
+// held back by a slow reader, a full-screen program byte for byte against the fake's
+// record, output lost to an early exit frame, 32 terminals, old execd versions, a killed
+// sandbox, and the errors of bad requests.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -441,6 +446,47 @@ TEST_F(PtyTest, InputWaitsForASlowReaderAndArrivesInOrder) {
   EXPECT_NE(Output(shim_, pty).find(expected + "\n"), std::string::npos) << Output(shim_, pty).substr(0, 200);
 }
 
+// A full-screen program (top, redrawing in place with escape sequences) reaches the
+// host byte for byte as the terminal wrote it: the fake keeps its own record.
+TEST_F(PtyTest, AFullScreenProgramReachesTheHostByteForByte) {
+  REQUIRE_FAKE("the fake's record of a terminal's output");
+  const std::string pty = Open(shim_, "\"cols\":120,\"rows\":40,\"command\":\"top -d 0.2 -n 6\"");
+  ASSERT_FALSE(pty.empty());
+  MessagePtr exit = WaitFor(shim_, "pty.exit", pty, Millis(30000));
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 0) << exit->raw;
+  const std::string seen = Output(shim_, pty);
+  HttpResponse record =
+      fake().Http("GET", "/v1/sandboxes/" + sandbox_ + "/proxy/44772/_fake/pty/" + pty + "/output");
+  ASSERT_EQ(record.status, 200) << record.body;
+  EXPECT_EQ(record.headers["x-fake-output-from"], "0");
+  ASSERT_LT(record.body.size(), 1u << 20) << "the record holds the last 1 MiB only";
+  EXPECT_GT(seen.size(), 4000u) << seen;
+  EXPECT_NE(seen.find("\x1b["), std::string::npos) << "no escape sequences: not full-screen";
+  EXPECT_EQ(static_cast<uint64_t>(GetInt(exit->params(), "offset")), seen.size());
+  EXPECT_EQ(seen.size(), record.body.size());
+  const auto diff = std::mismatch(seen.begin(), seen.end(), record.body.begin(), record.body.end());
+  EXPECT_TRUE(diff.first == seen.end() && diff.second == record.body.end())
+      << "the host's bytes differ from the terminal's at " << (diff.first - seen.begin());
+}
+
+// execd's exit frame can overtake the last output (the pty_exit_overtakes_bytes fault):
+// pty.exit's offset then lies past the last byte delivered, by what was lost.
+TEST_F(PtyTest, OutputOvertakenByTheExitShowsInTheExitOffset) {
+  REQUIRE_FAKE("the pty_exit_overtakes_bytes fault");
+  ASSERT_TRUE(fake().SetFaults(R"({"pty_exit_overtakes_bytes":10})"));
+  const std::string pty = Open(shim_, "\"command\":\"sh -c 'echo first-line; sleep 0.3; printf last-bytes-0123456789; exit 6'\"");
+  ASSERT_TRUE(fake().SetFaults(R"({"pty_exit_overtakes_bytes":0})"));
+  ASSERT_FALSE(pty.empty());
+  MessagePtr exit = WaitFor(shim_, "pty.exit", pty, Millis(20000));
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 6) << exit->raw;
+  const std::string seen = Output(shim_, pty);
+  EXPECT_NE(seen.find("last-bytes-"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("0123456789"), std::string::npos) << seen;
+  EXPECT_EQ(static_cast<uint64_t>(GetInt(exit->params(), "offset")), seen.size() + 10) << exit->raw;
+}
+
 TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {
   constexpr int kTerminals = 32;
   std::vector<std::string> ptys;
@@ -457,7 +503,9 @@ TEST_F(PtyTest, ThirtyTwoTerminalsAtOnceEachWithItsOwnOutput) {
   for (int i = 0; i < kTerminals; ++i) {
     const std::string out = Output(shim_, ptys[i]);
     for (int j = 0; j < kTerminals; ++j) {
-      if (j != i) EXPECT_EQ(out.find("term-" + std::to_string(j * 1000 + 7) + "\r\n"), std::string::npos) << i << " got " << j;
+      if (j != i) {
+        EXPECT_EQ(out.find("term-" + std::to_string(j * 1000 + 7) + "\r\n"), std::string::npos) << i << " got " << j;
+      }
     }
   }
   MessagePtr listed = shim_->Request("pty.list", JsonObject().Str("sandbox_id", sandbox_).str());

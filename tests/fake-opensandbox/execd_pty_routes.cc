@@ -149,8 +149,23 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
   start.chroot_dir = context->paths.host_root();
   start.chroot_cwd = mapped.sandbox;
   start.env = MergedEnvironment({});  // execd's own environment, nothing added
+  start.exit_overtakes_bytes = static_cast<uint64_t>(std::max<int64_t>(0, faults.pty_exit_overtakes_bytes));
   ServePtyWebSocket(fd, req, session, start, options);
   res.status = 101;  // never reaches the client: the connection is shut down
+}
+
+// The fake's own (tests compare what reached a host with it): the session's replay
+// buffer, which is all its output while that is under 1 MiB, with the offset of its
+// first byte in X-Fake-Output-From.
+void HandleRecordedOutput(const httplib::Request& req, httplib::Response& res, ExecdContext* context) {
+  const std::string id = req.matches[1];
+  auto session = context->ptys->Find(id);
+  if (!session) return NotFound(res, id);
+  uint64_t from = 0;
+  std::string bytes = session->Recorded(&from);
+  res.status = 200;
+  res.set_header("X-Fake-Output-From", std::to_string(from));
+  res.set_content(std::move(bytes), "application/octet-stream");
 }
 
 }  // namespace
@@ -169,6 +184,9 @@ void RegisterPtyRoutes(httplib::Server& server, ExecdContext* context) {
   });
   server.Delete(p + "/pty/([^/]+)", [context](const httplib::Request& req, httplib::Response& res) {
     HandleDelete(req, res, context);
+  });
+  server.Get(p + "/_fake/pty/([^/]+)/output", [context](const httplib::Request& req, httplib::Response& res) {
+    HandleRecordedOutput(req, res, context);
   });
 }
 

@@ -74,7 +74,15 @@ PtySession::Attached PtySession::Attach(std::shared_ptr<PtyClient> client, bool 
     out.replay = ring_.substr(static_cast<size_t>(out.replay_offset - kept_from));
   }
   client_ = std::move(client);
+  client_lag_bytes_ = start.exit_overtakes_bytes;
+  held_back_.clear();
   return out;
+}
+
+std::string PtySession::Recorded(uint64_t* from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *from = total_ - ring_.size();
+  return ring_;
 }
 
 void PtySession::Detach(const PtyClient* client) {
@@ -142,7 +150,16 @@ void PtySession::Append(uint8_t kind, const char* data, size_t size) {
     total_ += size;
     ring_.append(data, size);
     if (ring_.size() > kReplayBytes) ring_.erase(0, ring_.size() - kReplayBytes);
-    if (client_) client_->QueueOutput(kind, std::string(data, size));
+    if (client_ && client_lag_bytes_ > 0) {  // the pty_exit_overtakes_bytes fault
+      held_back_.append(data, size);
+      if (held_back_.size() > client_lag_bytes_) {
+        const size_t due = held_back_.size() - static_cast<size_t>(client_lag_bytes_);
+        client_->QueueOutput(kind, held_back_.substr(0, due));
+        held_back_.erase(0, due);
+      }
+    } else if (client_) {
+      client_->QueueOutput(kind, std::string(data, size));
+    }
     client = client_;
   }
   // A client that does not keep up slows the shell down, as execd's synchronous hand-
@@ -189,8 +206,9 @@ void PtySession::Pump(pid_t pid, int out_fd, int err_fd) {
     master_fd_ = stdin_fd_ = -1;
   }
   if (client_) {
-    client_->QueueExit(exit_code);
+    client_->QueueExit(exit_code);  // what is held back never reaches it
     client_.reset();
+    held_back_.clear();
   }
 }
 

@@ -43,6 +43,10 @@ struct PtyStart {
   std::string chroot_dir;  // the sandbox root (see SpawnOptions)
   std::string chroot_cwd;  // the directory as the sandbox sees it
   std::vector<std::string> env;
+  // The pty_exit_overtakes_bytes fault: the client is sent output this many bytes late,
+  // and what is still held back when the process ends is lost to it, as when execd's
+  // exit frame overtakes the last output (it still counts in the offsets and the replay).
+  uint64_t exit_overtakes_bytes = 0;
 };
 
 class PtySession : public std::enable_shared_from_this<PtySession> {
@@ -83,6 +87,8 @@ class PtySession : public std::enable_shared_from_this<PtySession> {
 
   bool running();
   uint64_t output_offset();
+  // The replay buffer (all output while it is under 1 MiB); *from: its first byte's offset.
+  std::string Recorded(uint64_t* from);
 
  private:
   bool StartLocked(bool pipe_mode, const PtyStart& start, std::string* error);
@@ -97,6 +103,8 @@ class PtySession : public std::enable_shared_from_this<PtySession> {
   std::string ring_;        // the last ≤ kReplayBytes bytes of output, in order
   uint64_t total_ = 0;      // every output byte ever
   std::shared_ptr<PtyClient> client_;
+  uint64_t client_lag_bytes_ = 0;  // PtyStart::exit_overtakes_bytes of the client
+  std::string held_back_;          // output the client is owed and not yet sent
   pid_t pid_ = -1;          // the running shell, -1 when none
   bool pipe_mode_ = false;
   int master_fd_ = -1;      // PTY mode

@@ -19,8 +19,9 @@ inline constexpr size_t kMaxReadBytes = 4 << 20;
 // How much of a code run's stdout and of its stderr the Execution keeps, and the largest
 // result it carries (docs/epp1.md §3 code.interpret, limits.code_output_bytes).
 inline constexpr size_t kCodeOutputBytes = 2 << 20;
-// Output of a terminal held for a host that does not read it (declared as
-// limits.pty_buffer_bytes); the bridge holds at most about a quarter of it today.
+// Output of a terminal held in the bridge for a host that does not read it (declared as
+// limits.pty_buffer_bytes): at this mark the bridge lets go of execd's connection so the
+// shell runs on (bridge/core/terminals.cc).
 inline constexpr size_t kPtyBufferBytes = 4 << 20;
 
 // The largest piece of output one code.output notification carries.

@@ -18,16 +18,11 @@ namespace {
 
 using opensandbox::PtyFrame;
 
-// A holder that lags behind: at kHeldBytes of output held for it the bridge stops
-// reading from execd (TCP pushes back, so the shell waits), and reads again once the lag
-// is under kResumeLagBytes. A holder that has not caught up after kParkAfter has
-// stopped reading: the bridge then drops its connection to execd, so the shell runs on
-// (execd keeps its last 1 MiB; a client that stalls execd's writes for 10 s would
-// end execd's output pump instead), and reconnects from the next byte owed once the
-// holder has taken everything held.
+// Output held for a holder that does not take it: at this much the bridge drops its
+// connection to execd, so the shell runs on (execd keeps its last 1 MiB; a client that
+// stalled execd's writes for 10 s would end execd's output pump instead), and connects
+// again from the next byte owed once the holder has taken everything held.
 constexpr uint64_t kHeldBytes = kPtyBufferBytes;
-constexpr uint64_t kResumeLagBytes = kHeldBytes / 2;
-constexpr auto kParkAfter = std::chrono::seconds(5);
 // One pty.output carries at most this much.
 constexpr size_t kChunkBytes = 64 << 10;
 // execd's close code for a client another one took over from.
@@ -35,11 +30,12 @@ constexpr int kTakenOverCode = 4001;
 // Two drops within this long: the connection is given up as lost.
 constexpr auto kDropWindow = std::chrono::seconds(10);
 constexpr int64_t kRestoreTimeoutMs = 15000;
-// Input held while a connection is restored.
+// Input (and resizes, signals) held while a connection is restored.
 constexpr size_t kPendingInputBytes = 1 << 20;
-// Input queued for a connection and not yet written to it: more waits until execd
-// reads (a program that does not read its terminal makes execd stop reading).
-constexpr size_t kQueuedInputBytes = 1 << 20;
+// How long a new holder's attach waits for the earlier holder to be told.
+constexpr auto kDetachNoticeWait = std::chrono::seconds(5);
+// A restore that fails is tried again after these pauses before the terminal counts as lost.
+constexpr int kRestoreRetryMs[] = {500, 1500};
 
 }  // namespace
 
@@ -123,26 +119,39 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         LetGoOffThisThread(std::move(self));
       }
     };
-    handlers.on_sent = [weak] {
+    handlers.on_sent = [weak, generation] {
       if (auto self = weak.lock()) {
-        self->OnSent();
+        self->OnSent(generation);
         LetGoOffThisThread(std::move(self));
       }
     };
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<http::WebSocket> socket,
                          execd_.OpenPty(pty_id_, since, takeover, std::move(handlers), cancel));
     std::unique_lock<std::mutex> lock(mu_);
-    const bool got = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
-      return connected_ || ended_ || dropped_ || connect_failed_ || cancel->cancelled();
-    });
+    // In slices: a cancel does not notify cv_.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool got = false;
+    while (!got && !cancel->cancelled() && std::chrono::steady_clock::now() < deadline) {
+      got = cv_.wait_for(lock, std::chrono::milliseconds(50),
+                         [&] { return connected_ || ended_ || dropped_ || connect_failed_; });
+    }
     if (connected_ && !dropped_ && !connect_failed_ && generation == generation_) {
-      // In use from now on, input typed while the connection was being restored first
-      // (in order: Send queues behind it until socket_ is set, under the same lock).
-      socket_ = socket;
       ever_connected_ = true;
       parked_ = false;
-      for (std::string& frame : pending_input_) socket->Send(false, std::move(frame));
-      pending_input_.clear();
+      if (ended_) {  // it ended at once (exit frame and close already came): nothing to use
+        lock.unlock();
+        socket->Abort();
+        return OkStatus();
+      }
+      // In use from now on, what waited while the connection was being restored first
+      // (in order: Send queues behind it until socket_ is set, under the same lock).
+      socket_ = socket;
+      frames_queued_ = frames_written_ = 0;
+      for (auto& [text, frame] : pending_) {
+        socket->Send(text, std::move(frame));
+        ++frames_queued_;
+      }
+      pending_.clear();
       pending_bytes_ = 0;
       Flow();
       return OkStatus();
@@ -156,39 +165,35 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
                      "terminal " + pty_id_ + ": execd did not confirm the connection");
   }
 
-  // Queued for execd. Input waits while kQueuedInputBytes sent before it are still
-  // unwritten, at most `wait_ms` (then E8006). While the connection is being restored,
-  // input waits (at most 1 MiB, then E8008) and a resize or signal is dropped.
+  // Sends a frame to execd. Input is answered once written to the connection (at most
+  // `wait_ms`, then E8006: execd does not read, as when the program in the terminal
+  // does not); a resize or signal once queued. While the connection is being restored,
+  // frames wait in order (at most 1 MiB, then E8008) and go first once it is back;
+  // frames a dropped connection did not write wait the same way.
   Status Send(bool text, std::string payload, int64_t wait_ms) {
-    std::shared_ptr<http::WebSocket> socket;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!text && socket_ && socket_->queued_bytes() > kQueuedInputBytes) {
-        ++input_waiters_;
-        const bool moved = cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
-          return !socket_ || socket_->queued_bytes() <= kQueuedInputBytes || ended_ || stopping_;
-        });
-        --input_waiters_;
-        if (!moved) {
-          return MakeError(ErrorCode::kTimeout, "terminal " + pty_id_ + ": execd has not read its input for " +
-                                                    std::to_string(wait_ms / 1000) +
-                                                    " s (the program in it does not read)");
-        }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!socket_) {
+      if (ended_) return MakeError(ErrorCode::kInvalidState, "terminal " + pty_id_ + " has ended");
+      if (pending_bytes_ + payload.size() > kPendingInputBytes) {
+        return MakeError(ErrorCode::kTooLarge,
+                         "terminal " + pty_id_ + " is reconnecting and already has 1 MiB of input waiting");
       }
-      socket = socket_;
-      if (!socket) {
-        if (ended_) return MakeError(ErrorCode::kInvalidState, "terminal " + pty_id_ + " has ended");
-        if (text) return OkStatus();
-        if (pending_bytes_ + payload.size() > kPendingInputBytes) {
-          return MakeError(ErrorCode::kTooLarge, "terminal " + pty_id_ +
-                                                     " is reconnecting and already has 1 MiB of input waiting");
-        }
-        pending_bytes_ += payload.size();
-        pending_input_.push_back(std::move(payload));
-        return OkStatus();
-      }
+      pending_bytes_ += payload.size();
+      pending_.emplace_back(text, std::move(payload));
+      return OkStatus();
     }
+    const std::shared_ptr<http::WebSocket> socket = socket_;
     socket->Send(text, std::move(payload));
+    const uint64_t mine = ++frames_queued_;
+    if (text) return OkStatus();
+    const bool written = cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+      return socket_ != socket || frames_written_ >= mine || ended_ || stopping_;
+    });
+    if (!written) {
+      return MakeError(ErrorCode::kTimeout, "terminal " + pty_id_ + ": execd has not read its input for " +
+                                                std::to_string(wait_ms / 1000) +
+                                                " s (the program in it does not read); it stays queued");
+    }
     return OkStatus();
   }
 
@@ -231,15 +236,24 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       }
       offset = std::max(from, kept_from_);
       lost = offset - from;
-      if (holder_ && holder_ != holder) detached_.push_back({holder_, holder_next_, "taken_over"});
-      WaitNotCalling(lock, holder_.get());
+      std::shared_ptr<TerminalHolder> earlier;
+      if (holder_ && holder_ != holder) {
+        earlier = holder_;
+        detached_.push_back({holder_, holder_next_, "taken_over"});
+      }
+      // From now on nothing new goes to the earlier holder: only a call already under
+      // way, then its notice.
       holder_ = std::move(holder);
       holder_next_ = offset;
       exit_delivered_ = false;
       hold_delivery_ = true;
-      Flow();  // reading resumes if an earlier holder's lag had paused it
+      Flow();  // a connection dropped for an earlier holder's lag comes back
+      cv_.notify_all();
+      if (earlier) {
+        // Answered once the earlier holder was told (bounded: it may not be reading).
+        cv_.wait_for(lock, kDetachNoticeWait, [&] { return !NoticeWaitingFor(earlier.get()) || stopping_; });
+      }
     }
-    cv_.notify_all();
     answer(offset, lost);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -259,6 +273,15 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     WaitNotCalling(lock, holder);
     if (holder_ && holder_.get() == holder) holder_.reset();
     Flow();
+  }
+
+  // Nobody holds the terminal any more (it was closed): no call reaches a holder after
+  // this returns.
+  void DetachAll() {
+    std::unique_lock<std::mutex> lock(mu_);
+    detached_.clear();
+    holder_.reset();
+    cv_.wait(lock, [&] { return calling_ == nullptr; });
   }
 
   // Waits until the holder got the exit (or there is none), at most `timeout_ms`.
@@ -303,6 +326,15 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     cv_.wait(lock, [&] { return calling_ == nullptr || calling_ != holder; });
   }
 
+  // A detach notice for `holder` still queued, or being delivered.
+  bool NoticeWaitingFor(const TerminalHolder* holder) const {
+    if (calling_ == holder) return true;
+    for (const DetachNotice& notice : detached_) {
+      if (notice.holder.get() == holder) return true;
+    }
+    return false;
+  }
+
   // On the WebSocket's thread.
   void OnMessage(uint64_t generation, bool text, std::string payload) {
     auto frame = opensandbox::DecodePtyFrame(text, std::move(payload));
@@ -345,19 +377,30 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     cv_.notify_all();
   }
 
-  // On the WebSocket's thread: input waiting for room may go on.
-  void OnSent() {
+  // On the WebSocket's thread: a frame was written.
+  void OnSent(uint64_t generation) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (input_waiters_ > 0) cv_.notify_all();
+    if (generation != generation_) return;
+    ++frames_written_;
+    cv_.notify_all();
   }
 
   void OnEnd(uint64_t generation, const http::WebSocketEnd& end) {
     std::lock_guard<std::mutex> lock(mu_);
     if (generation != generation_) return;
-    const bool was_in_use = socket_ != nullptr;
+    const bool was_in_use = socket_ != nullptr || parked_;
     socket_.reset();
-    paused_ = false;
-    ++pause_episode_;
+    // Frames it never began to write wait for the next connection, first.
+    for (auto it = end.unsent.rbegin(); it != end.unsent.rend(); ++it) {
+      pending_bytes_ += it->second.size();
+      pending_.push_front(*it);
+    }
+    if (parked_ && !ended_ && !closing_) {  // dropped on purpose (kHeldBytes)
+      parked_socket_open_ = false;
+      Flow();  // the holder may have caught up already
+      cv_.notify_all();
+      return;
+    }
     if (ended_ || closing_) {
       ended_ = true;
     } else if (!connected_ || !was_in_use) {
@@ -391,6 +434,9 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
 
   void GiveUpLocked(const std::string& reason) {
     dropped_ = true;
+    parked_ = false;
+    pending_.clear();  // the holder's keystrokes go with it
+    pending_bytes_ = 0;
     if (holder_) {
       detached_.push_back({holder_, holder_next_, reason});
       holder_.reset();
@@ -400,6 +446,15 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   void RestoreInBackground() {
     CancelToken never;
     Status st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    for (int pause_ms : kRestoreRetryMs) {
+      if (st.ok() || st.error().code == ErrorCode::kNotFound) break;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (ended_ || closing_ || stopping_) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    }
     if (!st.ok() && st.error().code != ErrorCode::kNotFound && sandbox_gone_ && sandbox_gone_()) {
       std::lock_guard<std::mutex> lock(mu_);
       ended_ = true;
@@ -462,42 +517,21 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     Flow();
   }
 
-  // Reading from execd follows the holder's lag (see kHeldBytes).
+  // A holder kHeldBytes behind has stopped reading: the connection goes, so execd lets
+  // the shell run on; once the holder has taken everything held, it comes back.
   void Flow() {
     const uint64_t lag = holder_ ? end_ - std::min(end_, holder_next_) : 0;
-    if (socket_ && !paused_ && lag >= kHeldBytes) {
-      paused_ = true;
-      socket_->SetReading(false);
-      const uint64_t episode = ++pause_episode_;
-      std::thread([weak = weak_from_this(), episode] {
-        std::this_thread::sleep_for(kParkAfter);
-        if (auto self = weak.lock()) self->ParkIfStillPaused(episode);
-      }).detach();
-    } else if (paused_ && lag < kResumeLagBytes) {
-      paused_ = false;
-      ++pause_episode_;
-      if (socket_) socket_->SetReading(true);
-    } else if (parked_ && lag == 0 && !restoring_ && !ended_ && !closing_) {
-      // The holder took everything held: connect again from the next byte owed.
+    if (socket_ && lag >= kHeldBytes) {
+      parked_ = true;
+      parked_socket_open_ = true;
+      log::Info("pty.parked", {{"pty_id", pty_id_}, {"held_bytes", std::to_string(lag)}});
+      socket_->Abort();  // its on_end keeps what it did not write
+      socket_.reset();
+    } else if (parked_ && !parked_socket_open_ && lag == 0 && !restoring_ && !ended_ && !closing_) {
       restoring_ = true;
       if (restorer_.joinable()) restorer_.detach();  // finished: it cleared restoring_
       restorer_ = std::thread([self = shared_from_this()] { self->RestoreInBackground(); });
     }
-  }
-
-  // The holder stopped reading: the connection goes, so execd lets the shell run on.
-  void ParkIfStillPaused(uint64_t episode) {
-    std::shared_ptr<http::WebSocket> socket;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!paused_ || episode != pause_episode_ || !socket_) return;
-      paused_ = false;
-      parked_ = true;
-      ++generation_;  // what the dropped connection still says is stale
-      socket = std::move(socket_);
-      log::Info("pty.parked", {{"pty_id", pty_id_}, {"held_bytes", std::to_string(end_ - holder_next_)}});
-    }
-    socket->Abort();
   }
 
   // The delivery thread.
@@ -508,7 +542,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         if (stopping_) return true;
         if (!detached_.empty()) return true;
         if (hold_delivery_ || !holder_) return false;
-        return holder_next_ < end_ || (ended_ && !exit_delivered_);
+        return holder_next_ < end_ || (ended_ && !exit_delivered_ && !exit_calling_);
       });
       if (stopping_) return;
       if (!detached_.empty()) {
@@ -536,7 +570,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         lock.lock();
         continue;
       }
-      if (exit_code_ && !exit_offset_checked_) {
+      if (!end_error_ && !exit_offset_checked_) {
         // execd's exit frame can overtake the last output: its count of the output
         // shows what was lost, as an exit offset past the last byte. (Asked once.)
         exit_offset_checked_ = true;
@@ -547,12 +581,14 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
         if (status.ok()) exit_offset_ = std::max(exit_offset_, status->output_offset);
         continue;
       }
-      exit_delivered_ = true;
       const std::optional<int> code = exit_code_;
       const std::optional<Error> error = end_error_;
       // Output lost with a dropped connection shows as an end beyond the last byte.
       const uint64_t offset = std::max(end_, exit_offset_);
+      exit_calling_ = true;  // not again while the call is under way
       Call(lock, holder, [&](TerminalHolder* h) { h->OnExit(pty_id_, code, offset, error); });
+      exit_calling_ = false;
+      if (holder_ == holder) exit_delivered_ = true;  // a new holder gets its own
       cv_.notify_all();
     }
   }
@@ -591,16 +627,17 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   bool dropped_ = false;     // given up: taken over elsewhere, or lost; an attach restores it
   bool restoring_ = false;
   std::deque<std::chrono::steady_clock::time_point> drops_;  // within kDropWindow
-  std::vector<std::string> pending_input_;  // stdin frames waiting for the connection
+  std::deque<std::pair<bool, std::string>> pending_;  // frames (text?, payload) waiting for a connection
   size_t pending_bytes_ = 0;
-  int input_waiters_ = 0;
+  uint64_t frames_queued_ = 0;   // to the connection in use
+  uint64_t frames_written_ = 0;  // of those, written
+  bool exit_calling_ = false;
   uint64_t exit_offset_ = 0;
   bool sandbox_checked_ = false;
   bool exit_offset_checked_ = false;
   std::thread restorer_;
-  bool paused_ = false;       // not reading: the holder lags kHeldBytes behind
-  uint64_t pause_episode_ = 0;
   bool parked_ = false;       // connection dropped until the holder has caught up
+  bool parked_socket_open_ = false;  // until its on_end has given back what it did not write
   std::shared_ptr<TerminalHolder> holder_;
   uint64_t holder_next_ = 0;
   bool exit_delivered_ = false;
@@ -680,8 +717,16 @@ std::function<bool()> Terminals::SandboxGone(const std::string& sandbox_id) cons
   };
 }
 
+Status Terminals::PlainHttpServer() const {
+  // Endpoints take the server's scheme; the bridge's WebSocket client has no TLS.
+  if (config_->lifecycle_url.rfind("https://", 0) != 0) return OkStatus();
+  return MakeError(ErrorCode::kUnsupported,
+                   "terminals need a plain http:// server: the bridge's WebSocket client has no TLS");
+}
+
 Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_ptr<TerminalHolder> holder,
                                     const std::function<void(const std::string&)>& answer, CancelToken* cancel) {
+  if (Status plain = PlainHttpServer(); !plain.ok()) return plain.error();
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
   auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd, SandboxGone(spec.sandbox_id));
@@ -705,6 +750,7 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
 Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_id, std::optional<uint64_t> since,
                          std::shared_ptr<TerminalHolder> holder,
                          const std::function<void(uint64_t, uint64_t)>& answer, CancelToken* cancel) {
+  if (Status plain = PlainHttpServer(); !plain.ok()) return plain;
   std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
   if (!terminal) {
     // One this bridge does not hold (another daemon opened it, or this one restarted):
@@ -796,6 +842,7 @@ Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& 
   terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
   terminal->Abort();
   upstream_->terminals().Remove(terminal.get());
+  terminal->DetachAll();  // a holder's session may end any time now
   return deleted;
 }
 

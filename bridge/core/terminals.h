@@ -115,6 +115,8 @@ class Terminals {
  private:
   // Whether the sandbox has ended, asked of the server (for a terminal's end).
   std::function<bool()> SandboxGone(const std::string& sandbox_id) const;
+  // E8004 for an https:// server, before anything is sent.
+  Status PlainHttpServer() const;
   int64_t RequestTimeoutMs() const { return static_cast<int64_t>(config_->request_timeout_s * 1000); }
 
   EndpointCache* upstream_;

@@ -10,6 +10,7 @@
 #include <boost/beast/websocket.hpp>
 #include <condition_variable>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -172,7 +173,10 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
     ws_.async_write(net::buffer(out_.front().second), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->queued_ -= self->out_.front().second.size();
       self->out_.pop_front();
-      if (ec) return self->Finish(ec, "");
+      if (ec) {
+        self->writing_ = false;  // what is left was never begun
+        return self->Finish(ec, "");
+      }
       if (self->handlers_.on_sent) self->handlers_.on_sent();
       self->WriteNext();
     });
@@ -188,6 +192,8 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
       end.error = *why ? why : ec ? ec.message() : "the connection ended";
     }
     for (auto& [text, payload] : out_) queued_ -= payload.size();
+    if (writing_ && !out_.empty()) out_.pop_front();  // under way: maybe arrived
+    end.unsent.assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
     out_.clear();
     beast::error_code ignored;
     beast::get_lowest_layer(ws_).socket().close(ignored);

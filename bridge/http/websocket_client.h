@@ -31,6 +31,10 @@ struct WebSocketEnd {
   int close_code = 0;        // the peer's close frame; 0 when none came
   std::string close_reason;
   std::string error;         // what broke, when it did not end with a close frame
+  // Messages queued by Send that it never began to write, in order (text?, payload).
+  // One being written when the connection broke is in neither list: it may or may not
+  // have arrived.
+  std::vector<std::pair<bool, std::string>> unsent;
 };
 
 class WebSocket {

@@ -221,9 +221,14 @@ TEST_F(PtyTest, ASecondHolderDetachesTheFirst) {
   MessagePtr refused = Call(shim_, "pty.input", pty, "\"data\":\"x\"");
   ASSERT_NE(refused, nullptr);
   EXPECT_EQ(refused->EppCode(), "E8007") << refused->raw;
+  // The second holder's answer came once the first was told.
+  EXPECT_LE(detached->received, attached->received);
   ASSERT_TRUE(Type(second, pty, "echo theirs-$((4))\n"));
   ASSERT_TRUE(WaitOutput(second, pty, "theirs-4\r\n"));
   EXPECT_EQ(Output(shim_, pty).find("theirs-4"), std::string::npos);
+  for (const MessagePtr& n : shim_->NotificationsByMethod("pty.output")) {
+    EXPECT_LT(n->index, detached->index) << "pty.output after pty.detached";
+  }
 }
 
 TEST_F(PtyTest, TerminalsWithoutKeepCloseWithTheirSession) {
@@ -571,6 +576,16 @@ TEST_F(PtyTest, BadRequestsAreRefused) {
   r = Call(shim_, "pty.input", pty, "\"data\":\"!!\",\"encoding\":\"base64\"");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+  // Over TLS there are no terminals yet: E8004 before anything is sent (nothing listens
+  // at that address, so any request would fail otherwise).
+  EppSession* tls = StartInitializedShim({{"ABX_OPENSANDBOX_BASE_URL", "https://127.0.0.1:9"}});
+  ASSERT_NE(tls, nullptr);
+  r = tls->Request("pty.open", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8004") << r->raw;
+  r = tls->Request("pty.attach", JsonObject().Str("sandbox_id", sandbox_).Str("pty_id", pty).str(), Millis(30000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8004") << r->raw;
 }
 
 }  // namespace

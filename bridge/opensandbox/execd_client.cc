@@ -245,6 +245,36 @@ Result<std::string> ExecdClient::Download(const std::string& path, int64_t offse
   return std::move(answer->body);
 }
 
+Result<int64_t> ExecdClient::DownloadStream(const std::string& path, int64_t offset,
+                                            const std::function<bool(const char*, size_t)>& on_data,
+                                            const CancelToken* cancel) {
+  HttpCall call = Call("GET", "/files/download?path=" + PercentEncode(path));
+  call.idempotent = true;
+  if (offset > 0) call.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-");
+  int64_t skip = -1;  // known once the status is: 200 to a ranged request means from 0
+  int64_t got = 0;
+  bool stopped = false;
+  auto answer = http_->Stream(call, cancel, "download " + path, [&](const char* data, size_t size) {
+    if (skip < 0) skip = 0;
+    if (skip > 0) {
+      const size_t skipped = static_cast<size_t>(std::min<int64_t>(skip, static_cast<int64_t>(size)));
+      data += skipped;
+      size -= skipped;
+      skip -= static_cast<int64_t>(skipped);
+      if (size == 0) return true;
+    }
+    got += static_cast<int64_t>(size);
+    if (!on_data(data, size)) {
+      stopped = true;
+      return false;
+    }
+    return true;
+  }, [&](int status) { skip = offset > 0 && status == 200 ? offset : 0; });
+  if (stopped) return MakeError(ErrorCode::kCancelled, "download " + path + " was stopped");
+  if (!answer.ok()) return answer.error();
+  return got;
+}
+
 Status ExecdClient::Upload(const std::string& path, std::string_view data, int mode,
                            const CancelToken* cancel) {
   opensandbox::UploadFile file;

@@ -91,6 +91,12 @@ class ExecdClient {
 
   Result<FileInfo> Stat(const std::string& path, const CancelToken* cancel);
   // Bytes [offset, offset+length) of a file (length 0: to the end).
+  // The file's bytes from `offset` to its end, to `on_data` as they arrive (false stops
+  // the download: the result is then E8009). A server that ignores the range is
+  // skipped up to `offset`. Returns how many bytes `on_data` got.
+  Result<int64_t> DownloadStream(const std::string& path, int64_t offset,
+                                 const std::function<bool(const char*, size_t)>& on_data,
+                                 const CancelToken* cancel);
   Result<std::string> Download(const std::string& path, int64_t offset, int64_t length,
                                const CancelToken* cancel);
   Status Upload(const std::string& path, std::string_view data, int mode,

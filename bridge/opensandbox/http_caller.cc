@@ -131,13 +131,15 @@ Result<HttpAnswer> HttpCaller::Send(const HttpCall& call, const CancelToken* can
 
 Result<HttpAnswer> HttpCaller::Stream(const HttpCall& call, const CancelToken* cancel,
                                 std::string_view what,
-                                const std::function<bool(const char*, size_t)>& on_data) {
+                                const std::function<bool(const char*, size_t)>& on_data,
+                                const std::function<void(int status)>& on_status) {
   HttpAnswer answer;
   auto summary = client_->Stream(
       ToRequest(call),
       [&](int status, const http::HeaderMap& headers) {
         answer.status = status;
         answer.headers = Lowered(headers);
+        if (on_status && Success(status)) on_status(status);
         return true;
       },
       [&](const char* data, size_t size) {

@@ -65,10 +65,12 @@ class HttpCaller {
   // `what` names the operation in error messages ("get sandbox").
   Result<HttpAnswer> Send(const HttpCall& call, const CancelToken* cancel, std::string_view what);
 
-  // Streams the body to `on_data` (return false to stop). `on_head` sees the status and
-  // headers first; for a non-2xx status the body is collected and returned instead.
+  // Streams the body to `on_data` (return false to stop); `on_status` (may be null)
+  // sees a 2xx status before the body. For a non-2xx status the body is collected and
+  // returned instead.
   Result<HttpAnswer> Stream(const HttpCall& call, const CancelToken* cancel, std::string_view what,
-                            const std::function<bool(const char*, size_t)>& on_data);
+                            const std::function<bool(const char*, size_t)>& on_data,
+                            const std::function<void(int status)>& on_status = nullptr);
 
   // A WebSocket (execd's terminals). A declined upgrade is a result with its status and
   // body; a transport failure is the error it would be for an HTTP call.

@@ -184,11 +184,14 @@ void HandleDownload(const httplib::Request& req, httplib::Response& res,
     close(*f);
     delete f;
   });
+  const int64_t cut_after = context->faults->Get().download_cut_after_bytes;  // the fault
   res.set_content_provider(
       static_cast<size_t>(length), "application/octet-stream",
-      [file, first](size_t offset, size_t want, httplib::DataSink& sink) {
+      [file, first, cut_after](size_t offset, size_t want, httplib::DataSink& sink) {
+        if (cut_after > 0 && static_cast<int64_t>(offset) >= cut_after) return false;
         std::unique_ptr<char[]> buf(new char[kChunkBytes]);
         size_t n = want < kChunkBytes ? want : kChunkBytes;
+        if (cut_after > 0) n = std::min<size_t>(n, static_cast<size_t>(cut_after) - offset);
         ssize_t got = pread(*file, buf.get(), n, static_cast<off_t>(first + offset));
         if (got <= 0) return false;  // file shrank under us: cut the answer
         return sink.write(buf.get(), static_cast<size_t>(got));

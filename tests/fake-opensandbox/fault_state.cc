@@ -75,6 +75,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.pty_refuse_upgrade = value != 0;
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
+    } else if (key == "download_cut_after_bytes") {
+      next.download_cut_after_bytes = static_cast<int64_t>(value);
     } else if (key == "pty_exit_overtakes_bytes") {
       next.pty_exit_overtakes_bytes = static_cast<int64_t>(value);
     } else {
@@ -115,6 +117,8 @@ std::string FaultState::ToJson() const {
   w.Bool(f.pty_refuse_upgrade);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
+  w.Key("download_cut_after_bytes");
+  w.Int64(f.download_cut_after_bytes);
   w.Key("pty_exit_overtakes_bytes");
   w.Int64(f.pty_exit_overtakes_bytes);
   w.EndObject();

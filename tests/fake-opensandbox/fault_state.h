@@ -23,8 +23,9 @@ struct Faults {
   int64_t slow_interrupt_ms = 0;         // a code context's interrupt reaches its kernel this late
   int64_t pty_drop_after_bytes = 0;      // the next terminal WebSocket is dropped after N output bytes (once)
   bool pty_refuse_upgrade = false;       // terminal WebSockets are answered 503 instead of upgraded
-  int64_t pty_stall_reads_ms = 0;
-  int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes        // terminal WebSockets read nothing from the client for N ms after connecting
+  int64_t pty_stall_reads_ms = 0;        // terminal WebSockets read nothing from the client for N ms after connecting
+  int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes
+  int64_t download_cut_after_bytes = 0;  // every /files/download answer breaks off after N body bytes
 };
 
 class FaultState {

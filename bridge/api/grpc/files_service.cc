@@ -1,10 +1,12 @@
 #include "bridge/api/grpc/files_service.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bridge/core/files.h"
+#include "bridge/core/transfers.h"
 
 namespace abx::api {
 namespace {
@@ -34,7 +36,66 @@ void ToProto(const core::FileEntry& entry, pb::FileEntry* out) {
   out->set_modified_at(entry.modified_at);
 }
 
+// A download's bytes as FileChunk messages of up to kChunkBytes, each sent once gRPC
+// took the one before (a client that stops reading stops the download).
+class ChunkSink : public core::DownloadSink {
+ public:
+  static constexpr size_t kChunkBytes = 256 << 10;
+
+  explicit ChunkSink(StreamCallReactor<pb::FileChunk>* stream) : stream_(stream) {}
+
+  Status Start(const core::FileEntry& file) override {
+    pb::FileChunk first;
+    ToProto(file, first.mutable_file());
+    return Send(first);
+  }
+  Status Write(int64_t offset, const char* data, size_t size) override {
+    while (size > 0) {
+      if (chunk_.data().empty()) chunk_.set_offset(offset);
+      const size_t take = std::min(size, kChunkBytes - chunk_.data().size());
+      chunk_.mutable_data()->append(data, take);
+      data += take;
+      size -= take;
+      offset += static_cast<int64_t>(take);
+      if (chunk_.data().size() == kChunkBytes) {
+        if (Status st = Flush(); !st.ok()) return st;
+      }
+    }
+    return OkStatus();
+  }
+  Status Flush() {
+    if (chunk_.data().empty()) return OkStatus();
+    Status st = Send(chunk_);
+    chunk_.clear_data();
+    return st;
+  }
+
+ private:
+  Status Send(const pb::FileChunk& message) {
+    if (stream_->Write(message)) return OkStatus();
+    return MakeError(ErrorCode::kCancelled, "the client went away");
+  }
+
+  StreamCallReactor<pb::FileChunk>* stream_;
+  pb::FileChunk chunk_;
+};
+
 }  // namespace
+
+grpc::ServerWriteReactor<pb::FileChunk>* FilesService::Download(grpc::CallbackServerContext* context,
+                                                                const pb::DownloadFileRequest* request) {
+  return ServeStream<pb::FileChunk>(
+      deps_, context, "Files.Download", request->config(),
+      [=](TypedCall& call, StreamCallReactor<pb::FileChunk>* stream) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        core::Transfers transfers(call.upstream(), &call.config());
+        ChunkSink sink(stream);
+        auto downloaded = transfers.Download(id, path, &sink, nullptr, call.cancel());
+        if (!downloaded.ok()) return downloaded.error();
+        return sink.Flush();
+      });
+}
 
 grpc::ServerUnaryReactor* FilesService::Read(grpc::CallbackServerContext* context, const pb::ReadFileRequest* request,
                                 pb::ReadFileReply* reply) {

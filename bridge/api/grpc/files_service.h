@@ -4,6 +4,7 @@
 // parameter: what EPP/1 calls base64 is simply the bytes here.
 
 #include "bridge/api/grpc/typed_call.h"
+#include "bridge/api/grpc/typed_stream.h"
 #include "proto/files.grpc.pb.h"
 
 namespace abx::api {
@@ -39,6 +40,8 @@ class FilesService final : public abx::opensandbox::v1::Files::CallbackService {
   grpc::ServerUnaryReactor* Chmod(grpc::CallbackServerContext* context,
                      const abx::opensandbox::v1::ChmodRequest* request,
                      abx::opensandbox::v1::ChmodReply* reply) override;
+  grpc::ServerWriteReactor<abx::opensandbox::v1::FileChunk>* Download(
+      grpc::CallbackServerContext* context, const abx::opensandbox::v1::DownloadFileRequest* request) override;
 
  private:
   const TypedDeps deps_;

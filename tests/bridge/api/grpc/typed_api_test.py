@@ -142,6 +142,12 @@ class Fake:
         with urllib.request.urlopen(self.base_url + "/_fake/stats", timeout=5) as answer:
             return json.loads(answer.read())
 
+    def set_faults(self, body):
+        request = urllib.request.Request(self.base_url + "/_fake/faults", data=body.encode(),
+                                         method="POST")
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            answer.read()
+
     def stop(self):
         self.process.stop()
 
@@ -466,6 +472,48 @@ class TypedApiTest(unittest.TestCase):
         again = self.sandboxes.Kill(sb.KillSandboxRequest(config=config,
                                                           sandbox_id=sandbox.id), timeout=20)
         self.assertFalse(again.killed)
+
+    def test_download_streams_a_file_whole_across_broken_streams(self):
+        fs = self.pb["files"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        blob = os.urandom(3 * 1024 * 1024 + 12345)
+        self.files.Write(fs.WriteFileRequest(config=config, sandbox_id=sandbox.id,
+                                             path="/tmp/dl/big.bin", data=blob), timeout=60)
+
+        def download(path="/tmp/dl/big.bin"):
+            chunks = list(self.files.Download(fs.DownloadFileRequest(
+                config=config, sandbox_id=sandbox.id, path=path), timeout=60))
+            self.assertEqual((chunks[0].file.size, chunks[0].file.type, chunks[0].data),
+                             (len(blob), "file", b""))
+            got = bytearray()
+            for chunk in chunks[1:]:
+                self.assertEqual(chunk.offset, len(got))
+                self.assertLessEqual(len(chunk.data), 256 * 1024)
+                got += chunk.data
+            return bytes(got)
+
+        self.assertEqual(download(), blob)
+        try:
+            # Every answer breaks off after 1 MiB: three resumes bring the rest.
+            ENV.fake.set_faults('{"download_cut_after_bytes":1048576}')
+            self.assertEqual(download(), blob)
+            # After 512 KiB: more breaks than resumes, so an error, never a short file.
+            ENV.fake.set_faults('{"download_cut_after_bytes":524288}')
+            with self.assertRaises(grpc.RpcError) as caught:
+                download()
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE,
+                             caught.exception.details())
+            self.assertIn("after 3 resumes", caught.exception.details())
+        finally:
+            ENV.fake.set_faults('{"download_cut_after_bytes":0}')
+        with self.assertRaises(grpc.RpcError) as caught:
+            download("/tmp/dl")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        with self.assertRaises(grpc.RpcError) as caught:
+            download("/tmp/dl/missing.bin")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.kill_quietly(sandbox.id)
 
     # -- errors ---------------------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+#include "bridge/core/transfers.h"
+
+#include "bridge/base/log.h"
+
+namespace abx::core {
+namespace {
+
+Error NotARegularFile(const std::string& path, const std::string& type) {
+  Error e = MakeError(ErrorCode::kInvalidState,
+                      path + " is " + (type == "dir" ? "a directory" : "not a regular file") + ": only files download");
+  e.field = "path";
+  return e;
+}
+
+// A break that another try may get past: not a cancel, not an answer about the file.
+bool Resumable(const Error& e) {
+  return e.code == ErrorCode::kUnreachable || e.code == ErrorCode::kTimeout ||
+         (e.code == ErrorCode::kUpstream && (e.http_status == 0 || e.http_status >= 500));
+}
+
+}  // namespace
+
+Result<FileEntry> Transfers::Download(const std::string& sandbox_id, const std::string& path, DownloadSink* sink,
+                                      const std::function<void(int64_t, int64_t)>& progress,
+                                      CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  const FileEntry file = ToEntry(info);
+  if (file.type != "file") return NotARegularFile(path, file.type);
+  if (Status st = sink->Start(file); !st.ok()) return st.error();
+  if (progress) progress(0, file.size);
+  int64_t written = 0;
+  Status sink_status = OkStatus();
+  for (int attempt = 0;; ++attempt) {
+    auto got = execd.DownloadStream(path, written, [&](const char* data, size_t size) {
+      // More than the size it had: it grew, which the next check reports.
+      sink_status = sink->Write(written, data, size);
+      if (!sink_status.ok()) return false;
+      written += static_cast<int64_t>(size);
+      if (progress) progress(written, file.size);
+      return true;
+    }, cancel);
+    if (!sink_status.ok()) return sink_status.error();
+    if (got.ok() && written == file.size) return file;
+    if (!got.ok() && (!Resumable(got.error()) || cancel->cancelled())) return got.error();
+    if (attempt == kResumes) {
+      if (!got.ok()) {
+        Error e = got.error();
+        return e.Within("download " + path + " after " + std::to_string(kResumes) + " resumes");
+      }
+      return MakeError(ErrorCode::kUpstream, "download " + path + ": execd sent " + std::to_string(written) +
+                                                 " bytes of " + std::to_string(file.size));
+    }
+    // Resumed only from the same file: its size and modification time as at the start.
+    ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo now, execd.Stat(path, cancel));
+    const FileEntry again = ToEntry(now);
+    if (again.size != file.size || again.modified_at != file.modified_at || written > file.size) {
+      Error e = MakeError(ErrorCode::kInvalidState, "file changed during download: " + path);
+      e.field = "path";
+      return e;
+    }
+    log::Info("transfer.resume", {{"bytes", std::to_string(written)}, {"total", std::to_string(file.size)}});
+  }
+}
+
+}  // namespace abx::core

@@ -1,6 +1,9 @@
 #include "bridge/core/transfers.h"
 
 #include "bridge/base/log.h"
+#include "bridge/core/random_hex.h"
+#include "bridge/core/sandbox_script.h"
+#include "bridge/core/shell_quote.h"
 
 namespace abx::core {
 namespace {
@@ -61,6 +64,44 @@ Result<FileEntry> Transfers::Download(const std::string& sandbox_id, const std::
     }
     log::Info("transfer.resume", {{"bytes", std::to_string(written)}, {"total", std::to_string(file.size)}});
   }
+}
+
+Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::string& path, std::optional<int> mode,
+                                  std::shared_ptr<BodySource> source, const std::function<int64_t()>& size,
+                                  CancelToken* cancel) {
+  if (path.empty() || path[0] != '/' || path.back() == '/') {
+    return InvalidParams("path", "path must be an absolute path of a file");
+  }
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  const size_t slash = path.find_last_of('/');
+  const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  if (parent != "/") {
+    if (Status made = execd.MakeDirectory(parent, 0755, cancel); !made.ok()) return made.error();
+  }
+  const std::string part = (parent == "/" ? "" : parent) + "/." + path.substr(slash + 1) + ".abx-" + RandomHex(8) + ".part";
+  // Whatever happens from here on, the part file does not stay.
+  auto remove_part = [&] {
+    CancelToken uncancellable;  // bounded by request_timeout
+    Status removed = execd.RemoveFile(part, &uncancellable);
+    if (!removed.ok() && removed.error().code != ErrorCode::kNotFound) {
+      log::Warn("transfer.part_left", {{"error", removed.error().message}});
+    }
+  };
+  bool complete = false;
+  Status uploaded = execd.UploadMade(part, std::move(source), mode.value_or(0), &complete, cancel);
+  if (!uploaded.ok()) {
+    if (complete) remove_part();
+    return uploaded.error();
+  }
+  int exit_code = -1;
+  auto moved = RunSandboxScript(execd, "mv -f -- " + ShellQuote(part) + " " + ShellQuote(path) + " 2>&1", &exit_code,
+                                cancel);
+  if (!moved.ok() || exit_code != 0) {
+    remove_part();
+    if (!moved.ok()) return moved.error();
+    return MakeError(ErrorCode::kUpstream, "move the upload into " + path + ": " + *moved);
+  }
+  return size();
 }
 
 }  // namespace abx::core

@@ -1,11 +1,13 @@
 #include "bridge/api/grpc/files_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bridge/core/files.h"
+#include "bridge/base/byte_pipe.h"
 #include "bridge/core/transfers.h"
 
 namespace abx::api {
@@ -80,7 +82,85 @@ class ChunkSink : public core::DownloadSink {
   pb::FileChunk chunk_;
 };
 
+// One Files.Upload: the first message starts the upload on the TaskRunner, whose body
+// the later messages feed through a BytePipe; reads pause while the pipe is full and go
+// on once execd has taken half of it. The call finishes when the upload has.
+class UploadReactor final : public grpc::ServerReadReactor<pb::UploadChunk> {
+ public:
+  UploadReactor(const TypedDeps& deps, grpc::CallbackServerContext* context, pb::UploadFileReply* reply)
+      : runner_(deps.runner), call_(deps, context, "Files.Upload"), reply_(reply) {
+    pipe_->SetOnRoom([this] { StartRead(&chunk_); });
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!started_) {
+      started_ = true;
+      if (!ok) {
+        Finish(call_.Finish(InvalidParams("start", "the first message must be start")));
+        return;
+      }
+      start_ = chunk_.start();
+      runner_->Run([this] {
+        const Status status = RunTypedBody(call_, start_.config(), [this](TypedCall& call) { return Body(call); });
+        finished_ = true;  // no read starts after this
+        Finish(call_.Finish(status));
+      });
+      if (!chunk_.data().empty() && !pipe_->Push(std::move(*chunk_.mutable_data()))) return;
+      if (!finished_) StartRead(&chunk_);
+      return;
+    }
+    if (!ok) {  // the client closed its side: the file is complete
+      pipe_->End();
+      return;
+    }
+    if (pipe_->Push(std::move(*chunk_.mutable_data())) && !finished_) StartRead(&chunk_);
+  }
+  void OnCancel() override {
+    call_.cancel()->Cancel();
+    pipe_->Abort();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  Status Body(TypedCall& call) {
+    // A body that ends early (an error) stops the reads it would no longer take.
+    struct StopReads {
+      BytePipe* pipe;
+      ~StopReads() {
+        pipe->SetOnRoom(nullptr);
+        pipe->Abort();
+      }
+    } stop{pipe_.get()};
+    ABX_ASSIGN_OR_RETURN(std::string id, Required(start_.sandbox_id(), "sandbox_id"));
+    ABX_ASSIGN_OR_RETURN(std::string path, Required(start_.path(), "path"));
+    ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(start_.mode(), "mode"));
+    core::Transfers transfers(call.upstream(), &call.config());
+    BytePipe* pipe = pipe_.get();
+    ABX_ASSIGN_OR_RETURN(int64_t size, transfers.Upload(id, path, mode, pipe_, [pipe] {
+      return static_cast<int64_t>(pipe->pushed());
+    }, call.cancel()));
+    reply_->set_path(path);
+    reply_->set_size(size);
+    return OkStatus();
+  }
+
+  TaskRunner* const runner_;
+  TypedCall call_;
+  pb::UploadFileReply* const reply_;
+  pb::UploadChunk chunk_;
+  pb::UploadStart start_;
+  bool started_ = false;
+  std::atomic<bool> finished_{false};
+  std::shared_ptr<BytePipe> pipe_ = std::make_shared<BytePipe>();
+};
+
 }  // namespace
+
+grpc::ServerReadReactor<pb::UploadChunk>* FilesService::Upload(grpc::CallbackServerContext* context,
+                                                               pb::UploadFileReply* reply) {
+  return new UploadReactor(deps_, context, reply);
+}
 
 grpc::ServerWriteReactor<pb::FileChunk>* FilesService::Download(grpc::CallbackServerContext* context,
                                                                 const pb::DownloadFileRequest* request) {

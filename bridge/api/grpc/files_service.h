@@ -42,6 +42,8 @@ class FilesService final : public abx::opensandbox::v1::Files::CallbackService {
                      abx::opensandbox::v1::ChmodReply* reply) override;
   grpc::ServerWriteReactor<abx::opensandbox::v1::FileChunk>* Download(
       grpc::CallbackServerContext* context, const abx::opensandbox::v1::DownloadFileRequest* request) override;
+  grpc::ServerReadReactor<abx::opensandbox::v1::UploadChunk>* Upload(
+      grpc::CallbackServerContext* context, abx::opensandbox::v1::UploadFileReply* reply) override;
 
  private:
   const TypedDeps deps_;

@@ -515,6 +515,53 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
         self.kill_quietly(sandbox.id)
 
+    def test_upload_streams_a_file_in_and_lands_it_whole_or_not_at_all(self):
+        fs = self.pb["files"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        blob = os.urandom(5 * 1024 * 1024 + 777)
+        target = "/tmp/up/new/big.bin"
+
+        def messages(data, mode="", gate=None):
+            yield fs.UploadChunk(start=fs.UploadStart(config=config, sandbox_id=sandbox.id,
+                                                      path=target, mode=mode))
+            for at in range(0, len(data), 300000):
+                yield fs.UploadChunk(data=data[at:at + 300000])
+                if gate is not None:
+                    gate.wait(30)
+
+        def content():
+            chunks = list(self.files.Download(fs.DownloadFileRequest(
+                config=config, sandbox_id=sandbox.id, path=target), timeout=60))
+            return b"".join(chunk.data for chunk in chunks[1:])
+
+        def names():
+            listed = self.files.List(fs.ListFilesRequest(config=config, sandbox_id=sandbox.id,
+                                                         path="/tmp/up/new"), timeout=30)
+            return sorted(entry.name for entry in listed.entries)
+
+        # Parent directories made; the bytes whole; the mode asked for.
+        reply = self.files.Upload(messages(blob, "0640"), timeout=60)
+        self.assertEqual((reply.path, reply.size), (target, len(blob)))
+        self.assertEqual(content(), blob)
+        stat = self.files.Stat(fs.StatFileRequest(config=config, sandbox_id=sandbox.id,
+                                                  path=target), timeout=30)
+        self.assertEqual(stat.mode, "0640")
+        # An existing file is replaced.
+        self.assertEqual(self.files.Upload(messages(b"short"), timeout=60).size, 5)
+        self.assertEqual(content(), b"short")
+        # Cancelled half way: the old file stays as it was, and no part file is left.
+        gate = threading.Event()
+        future = self.files.Upload.future(messages(blob, gate=gate), timeout=60)
+        time.sleep(0.5)
+        future.cancel()
+        gate.set()
+        with self.assertRaises(grpc.FutureCancelledError):
+            future.result()
+        self.assertTrue(wait_until(lambda: names() == ["big.bin"], 10), names())
+        self.assertEqual(content(), b"short")
+        self.kill_quietly(sandbox.id)
+
     # -- errors ---------------------------------------------------------------------------
 
     def upstream_requests_during(self, action):

@@ -88,18 +88,28 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
     }
   };
   bool complete = false;
-  Status uploaded = execd.UploadMade(part, std::move(source), mode.value_or(0), &complete, cancel);
+  Status uploaded =
+      execd.UploadMade(part, std::move(source), mode.value_or(0), &complete, cancel, /*open_ended=*/true);
   if (!uploaded.ok()) {
     if (complete) remove_part();
     return uploaded.error();
   }
+  // Once complete, the move is not cancelled: a cancel could not stop a move already
+  // started in the sandbox, and the answer must say what happened (execd's own 30 s
+  // bound the script). mv onto a directory would move the part into it: refused.
   int exit_code = -1;
-  auto moved = RunSandboxScript(execd, "mv -f -- " + ShellQuote(part) + " " + ShellQuote(path) + " 2>&1", &exit_code,
-                                cancel);
+  CancelToken uncancellable;
+  const std::string quoted = ShellQuote(path);
+  auto moved = RunSandboxScript(execd,
+                                "if [ -d " + quoted + " ]; then echo " + ShellQuote(path + " is a directory") +
+                                    "; exit 1; fi\nmv -f -- " + ShellQuote(part) + " " + quoted + " 2>&1",
+                                &exit_code, &uncancellable);
   if (!moved.ok() || exit_code != 0) {
     remove_part();
     if (!moved.ok()) return moved.error();
-    return MakeError(ErrorCode::kUpstream, "move the upload into " + path + ": " + *moved);
+    Error e = MakeError(ErrorCode::kInvalidState, "move the upload into " + path + ": " + *moved);
+    e.field = "path";
+    return e;
   }
   return size();
 }

@@ -219,6 +219,9 @@ bool Configure(CURL* easy, const Request& request, bool streaming, const HttpCli
   }
   if (!streaming && request.timeout_ms > 0) {
     ABX_SET(CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_ms));
+  } else if (!streaming && request.idle_timeout_ms > 0) {
+    ABX_SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    ABX_SET(CURLOPT_LOW_SPEED_TIME, static_cast<long>((request.idle_timeout_ms + 999) / 1000));
   }
 
   const std::string& method = request.method;

@@ -60,7 +60,9 @@ struct Request {
   int64_t timeout_ms = 30000;         // Send: the whole exchange; 0 = none. Not used by Stream.
   int64_t connect_timeout_ms = 5000;  // both; 0 = curl's default (300 s)
   // Stream: fail when no byte was received or sent for this long (counted from the start,
-  // so it also bounds waiting for the response head); 0 = none. Not used by Send.
+  // so it also bounds waiting for the response head); 0 = none. Send with timeout_ms 0:
+  // fail when the transfer moved less than a byte a second for this long (curl's low
+  // speed limit), for uploads of any length.
   int64_t idle_timeout_ms = 30000;
   // Stream: when a callback stops the transfer, the rest of the response is still read
   // (and dropped) on the I/O thread for at most this long, so that a server that ends the

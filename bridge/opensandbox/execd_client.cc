@@ -293,7 +293,7 @@ Status ExecdClient::Upload(const std::string& path, std::string_view data, int m
 
 Status ExecdClient::UploadMade(const std::string& path,
                                std::shared_ptr<BodySource> data, int mode,
-                               bool* complete, const CancelToken* cancel) {
+                               bool* complete, const CancelToken* cancel, bool open_ended) {
   opensandbox::UploadFile file;
   file.path = path;
   file.mode = mode ? ModeForExecd(mode) : 0;
@@ -301,7 +301,12 @@ Status ExecdClient::UploadMade(const std::string& path,
   HttpCall call = Call("POST", "/files/upload");
   call.headers.emplace_back("Content-Type", body->content_type());
   call.body_source = body;
-  call.timeout_ms = std::max<int64_t>(timeout_ms_, 120000);
+  if (open_ended) {  // a transfer: no bound on the whole, only on a standstill
+    call.timeout_ms = 0;
+    call.idle_timeout_ms = timeout_ms_;
+  } else {
+    call.timeout_ms = std::max<int64_t>(timeout_ms_, 120000);
+  }
   auto answer = http_->Send(call, cancel, "write " + path);
   *complete = body->complete();
   if (!answer.ok()) return answer.error();

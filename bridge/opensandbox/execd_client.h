@@ -103,9 +103,10 @@ class ExecdClient {
                 const CancelToken* cancel);
   // The same with the file's bytes made while they are sent (bridge/base/body_source.h).
   // `*complete` says whether the whole form went out: when it did not, nothing was
-  // written, whatever the error.
+  // written, whatever the error. `open_ended` (a transfer of any size): no bound on the
+  // whole upload, only on a standstill of request_timeout; else at least 120 s in all.
   Status UploadMade(const std::string& path, std::shared_ptr<BodySource> data,
-                    int mode, bool* complete, const CancelToken* cancel);
+                    int mode, bool* complete, const CancelToken* cancel, bool open_ended = false);
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);
   Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);

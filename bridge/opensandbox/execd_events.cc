@@ -186,6 +186,9 @@ class ExecdEventParser::JsonHandler
       return results_writer_.StartObject();
     }
     if (depth_ == 1 && field_ == Field::kResults) {
+      // A second "results" in one event replaces the first, as Go's decoder does.
+      results_buffer_.Clear();
+      results_writer_.Reset(results_buffer_);
       capturing_ = true;
       capture_depth_ = 1;
       return results_writer_.StartObject();

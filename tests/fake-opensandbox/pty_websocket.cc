@@ -280,6 +280,12 @@ void ServePtyWebSocket(int socket_fd, const httplib::Request& req, std::shared_p
   ioc->run();
   // No post may reach a stopped io_context: the session lets go of this client first.
   session->Detach(terminal.get());
+  // Handlers still queued hold the connection, which holds the context: a cycle that
+  // would never be freed. Run them out: on the closed socket each ends at once.
+  for (int round = 0; round < 1000; ++round) {
+    ioc->restart();
+    if (ioc->poll() == 0) break;
+  }
   shutdown(socket_fd, SHUT_RDWR);
 }
 

@@ -1,7 +1,7 @@
 #include "bridge/api/grpc/files_service.h"
 
 #include <algorithm>
-#include <atomic>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,8 +88,8 @@ class ChunkSink : public core::DownloadSink {
 class UploadReactor final : public grpc::ServerReadReactor<pb::UploadChunk> {
  public:
   UploadReactor(const TypedDeps& deps, grpc::CallbackServerContext* context, pb::UploadFileReply* reply)
-      : runner_(deps.runner), call_(deps, context, "Files.Upload"), reply_(reply) {
-    pipe_->SetOnRoom([this] { StartRead(&chunk_); });
+      : runner_(deps.runner), context_(context), call_(deps, context, "Files.Upload"), reply_(reply) {
+    pipe_->SetOnRoom([this] { ReadNext(); });
     StartRead(&chunk_);
   }
 
@@ -103,18 +103,27 @@ class UploadReactor final : public grpc::ServerReadReactor<pb::UploadChunk> {
       start_ = chunk_.start();
       runner_->Run([this] {
         const Status status = RunTypedBody(call_, start_.config(), [this](TypedCall& call) { return Body(call); });
-        finished_ = true;  // no read starts after this
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          finished_ = true;  // no read starts after this
+        }
         Finish(call_.Finish(status));
       });
       if (!chunk_.data().empty() && !pipe_->Push(std::move(*chunk_.mutable_data()))) return;
-      if (!finished_) StartRead(&chunk_);
+      ReadNext();
       return;
     }
-    if (!ok) {  // the client closed its side: the file is complete
-      pipe_->End();
+    if (!ok) {
+      // The client closed its side (the file is complete), or the call broke: then the
+      // form must not end, or execd would write what came so far.
+      if (context_->IsCancelled()) {
+        pipe_->Abort();
+      } else {
+        pipe_->End();
+      }
       return;
     }
-    if (pipe_->Push(std::move(*chunk_.mutable_data())) && !finished_) StartRead(&chunk_);
+    if (pipe_->Push(std::move(*chunk_.mutable_data()))) ReadNext();
   }
   void OnCancel() override {
     call_.cancel()->Cancel();
@@ -145,13 +154,20 @@ class UploadReactor final : public grpc::ServerReadReactor<pb::UploadChunk> {
     return OkStatus();
   }
 
+  void ReadNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_) StartRead(&chunk_);
+  }
+
   TaskRunner* const runner_;
+  grpc::CallbackServerContext* const context_;
   TypedCall call_;
   pb::UploadFileReply* const reply_;
   pb::UploadChunk chunk_;
   pb::UploadStart start_;
   bool started_ = false;
-  std::atomic<bool> finished_{false};
+  std::mutex mu_;
+  bool finished_ = false;  // under mu_
   std::shared_ptr<BytePipe> pipe_ = std::make_shared<BytePipe>();
 };
 

@@ -498,8 +498,9 @@ class TypedApiTest(unittest.TestCase):
             # Every answer breaks off after 1 MiB: three resumes bring the rest.
             ENV.fake.set_faults('{"download_cut_after_bytes":1048576}')
             self.assertEqual(download(), blob)
-            # After 512 KiB: more breaks than resumes, so an error, never a short file.
-            ENV.fake.set_faults('{"download_cut_after_bytes":524288}')
+            # After 700 KiB: four resumes would bring it all, three do not: an error,
+            # never a short file.
+            ENV.fake.set_faults('{"download_cut_after_bytes":716800}')
             with self.assertRaises(grpc.RpcError) as caught:
                 download()
             self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE,
@@ -560,6 +561,18 @@ class TypedApiTest(unittest.TestCase):
             future.result()
         self.assertTrue(wait_until(lambda: names() == ["big.bin"], 10), names())
         self.assertEqual(content(), b"short")
+        # A directory in the way is refused, and nothing is left in it.
+        target = "/tmp/up"
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.files.Upload(messages(b"into a directory?"), timeout=60)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION,
+                         caught.exception.details())
+        listed = self.files.List(fs.ListFilesRequest(config=config, sandbox_id=sandbox.id,
+                                                     path="/tmp/up"), timeout=30)
+        self.assertEqual(sorted(entry.name for entry in listed.entries), ["new"])
+        beside = self.files.List(fs.ListFilesRequest(config=config, sandbox_id=sandbox.id,
+                                                     path="/tmp"), timeout=30)
+        self.assertEqual([e.name for e in beside.entries if ".abx-" in e.name], [])
         self.kill_quietly(sandbox.id)
 
     # -- errors ---------------------------------------------------------------------------

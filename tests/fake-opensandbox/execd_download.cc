@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <memory>
 
 #include "common/percent_encoding.h"
@@ -184,11 +185,21 @@ void HandleDownload(const httplib::Request& req, httplib::Response& res,
     close(*f);
     delete f;
   });
-  const int64_t cut_after = context->faults->Get().download_cut_after_bytes;  // the fault
+  const Faults faults = context->faults->Get();
+  const int64_t cut_after = faults.download_cut_after_bytes;  // the fault
+  const std::string change_path = faults.download_change_on_cut ? mapped.host : "";
   res.set_content_provider(
       static_cast<size_t>(length), "application/octet-stream",
-      [file, first, cut_after](size_t offset, size_t want, httplib::DataSink& sink) {
-        if (cut_after > 0 && static_cast<int64_t>(offset) >= cut_after) return false;
+      [file, first, cut_after, change_path](size_t offset, size_t want, httplib::DataSink& sink) {
+        if (cut_after > 0 && static_cast<int64_t>(offset) >= cut_after) {
+          if (!change_path.empty()) {  // download_change_on_cut: the file grows meanwhile
+            if (FILE* grown = std::fopen(change_path.c_str(), "ab")) {
+              std::fputc('+', grown);
+              std::fclose(grown);
+            }
+          }
+          return false;
+        }
         std::unique_ptr<char[]> buf(new char[kChunkBytes]);
         size_t n = want < kChunkBytes ? want : kChunkBytes;
         if (cut_after > 0) n = std::min<size_t>(n, static_cast<size_t>(cut_after) - offset);

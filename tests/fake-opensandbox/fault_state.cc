@@ -77,6 +77,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
       next.download_cut_after_bytes = static_cast<int64_t>(value);
+    } else if (key == "download_change_on_cut") {
+      next.download_change_on_cut = value != 0;
     } else if (key == "pty_exit_overtakes_bytes") {
       next.pty_exit_overtakes_bytes = static_cast<int64_t>(value);
     } else {
@@ -119,6 +121,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");
   w.Int64(f.download_cut_after_bytes);
+  w.Key("download_change_on_cut");
+  w.Bool(f.download_change_on_cut);
   w.Key("pty_exit_overtakes_bytes");
   w.Int64(f.pty_exit_overtakes_bytes);
   w.EndObject();

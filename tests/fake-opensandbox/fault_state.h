@@ -26,6 +26,7 @@ struct Faults {
   int64_t pty_stall_reads_ms = 0;        // terminal WebSockets read nothing from the client for N ms after connecting
   int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes
   int64_t download_cut_after_bytes = 0;  // every /files/download answer breaks off after N body bytes
+  bool download_change_on_cut = false;   // ... and the file grows by a byte as it does
 };
 
 class FaultState {

@@ -506,8 +506,15 @@ class TypedApiTest(unittest.TestCase):
             self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE,
                              caught.exception.details())
             self.assertIn("after 3 resumes", caught.exception.details())
+            # A file that changes between a break and the resume: refused, not spliced.
+            ENV.fake.set_faults('{"download_cut_after_bytes":1048576,"download_change_on_cut":true}')
+            with self.assertRaises(grpc.RpcError) as caught:
+                download()
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION,
+                             caught.exception.details())
+            self.assertIn("file changed during download", caught.exception.details())
         finally:
-            ENV.fake.set_faults('{"download_cut_after_bytes":0}')
+            ENV.fake.set_faults('{"download_cut_after_bytes":0,"download_change_on_cut":false}')
         with self.assertRaises(grpc.RpcError) as caught:
             download("/tmp/dl")
         self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)

@@ -730,7 +730,7 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
   auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd, SandboxGone(spec.sandbox_id));
-  const int64_t timeout_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
+  const int64_t timeout_ms = RequestTimeoutMs();
   Status connected = terminal->Connect(false, cancel, timeout_ms);
   if (!connected.ok()) {
     CancelToken uncancellable;
@@ -766,13 +766,13 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
     }
     terminal = std::make_shared<Terminal>(sandbox_id, pty_id, /*keep=*/true, execd, SandboxGone(sandbox_id));
     terminal->StartAt(since.value_or(status.output_offset));
-    Status connected = terminal->Connect(true, cancel, static_cast<int64_t>(config_->request_timeout_s * 1000));
+    Status connected = terminal->Connect(true, cancel, RequestTimeoutMs());
     if (!connected.ok()) return connected.error().Within("attach terminal");
     upstream_->terminals().Add(terminal);
     return terminal->SetHolder(std::move(holder), since, answer);
   }
   {
-    Status restored = terminal->Restore(cancel, static_cast<int64_t>(config_->request_timeout_s * 1000));
+    Status restored = terminal->Restore(cancel, RequestTimeoutMs());
     if (!restored.ok()) return restored.error().Within("attach terminal");
   }
   const bool ended = terminal->ended();
@@ -780,7 +780,7 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
   if (!held.ok()) return held;
   if (ended) {
     // What it kept, then its exit; after that the terminal is gone.
-    terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
+    terminal->WaitExitDelivered(RequestTimeoutMs());
     upstream_->terminals().Remove(terminal.get());
   }
   return OkStatus();
@@ -839,7 +839,7 @@ Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& 
   if (!terminal) return deleted;
   // execd's exit frame reaches the holder before the answer.
   terminal->EndIfDisconnected();
-  terminal->WaitExitDelivered(static_cast<int64_t>(config_->request_timeout_s * 1000));
+  terminal->WaitExitDelivered(RequestTimeoutMs());
   terminal->Abort();
   upstream_->terminals().Remove(terminal.get());
   terminal->DetachAll();  // a holder's session may end any time now

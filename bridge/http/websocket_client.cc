@@ -76,7 +76,7 @@ struct WebSocketClient::Impl {
 
 namespace {
 
-// One connection. Every member but `queued_` is touched on the I/O thread only.
+// One connection. Every member is touched on the I/O thread only.
 class Connection final : public WebSocket, public std::enable_shared_from_this<Connection> {
  public:
   Connection(net::io_context& ioc, WebSocketClient::Impl* owner, Handlers handlers)
@@ -115,12 +115,8 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
   }
 
   void Send(bool text, std::string payload) override {
-    queued_ += payload.size();
     net::post(ws_.get_executor(), [self = shared_from_this(), text, payload = std::move(payload)]() mutable {
-      if (self->ended_) {
-        self->queued_ -= payload.size();
-        return;
-      }
+      if (self->ended_) return;
       self->out_.emplace_back(text, std::move(payload));
       if (!self->writing_) self->WriteNext();
     });
@@ -134,25 +130,16 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
   void Abort() override {
     net::post(ws_.get_executor(), [self = shared_from_this()] { self->Finish(beast::error_code(), "aborted"); });
   }
-  void SetReading(bool reading) override {
-    net::post(ws_.get_executor(), [self = shared_from_this(), reading] {
-      self->reading_ = reading;
-      if (reading && !self->read_pending_ && !self->ended_) self->Read();
-    });
-  }
-  size_t queued_bytes() const override { return queued_.load(); }
 
  private:
   void Read() {
-    read_pending_ = true;
     ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->read_pending_ = false;
       if (ec) return self->Finish(ec, "");
       const bool text = self->ws_.got_text();
       std::string payload = beast::buffers_to_string(self->in_.data());
       self->in_.consume(self->in_.size());
       if (self->handlers_.on_message) self->handlers_.on_message(text, std::move(payload));
-      if (self->reading_ && !self->ended_) self->Read();
+      if (!self->ended_) self->Read();
     });
   }
 
@@ -171,7 +158,6 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
     writing_ = true;
     ws_.text(out_.front().first);
     ws_.async_write(net::buffer(out_.front().second), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->queued_ -= self->out_.front().second.size();
       self->out_.pop_front();
       if (ec) {
         self->writing_ = false;  // what is left was never begun
@@ -191,7 +177,6 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
     if (ec != websocket::error::closed || end.close_code == 0) {
       end.error = *why ? why : ec ? ec.message() : "the connection ended";
     }
-    for (auto& [text, payload] : out_) queued_ -= payload.size();
     if (writing_ && !out_.empty()) out_.pop_front();  // under way: maybe arrived
     end.unsent.assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
     out_.clear();
@@ -212,12 +197,9 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
   Handlers handlers_;
   beast::flat_buffer in_;
   std::deque<std::pair<bool, std::string>> out_;
-  std::atomic<size_t> queued_{0};
   bool writing_ = false;
   bool close_requested_ = false;
   bool closing_ = false;
-  bool reading_ = true;
-  bool read_pending_ = false;
   bool ended_ = false;
 };
 

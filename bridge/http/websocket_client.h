@@ -5,8 +5,7 @@
 // Every connection's I/O runs on one thread of the client, started with its first
 // connection: handlers run there, in order per connection, and must not block. A
 // connection pings the server after 30 s of silence and counts as dead after 60 s
-// without a frame. Sends are queued in order; SetReading(false) stops reading, so TCP
-// pushes back on the server, until reading is turned on again.
+// without a frame. Sends are queued in order.
 
 #include <cstdint>
 #include <functional>
@@ -51,9 +50,6 @@ class WebSocket {
   virtual void Close() = 0;
   // Drops the connection at once, without a close frame.
   virtual void Abort() = 0;
-  virtual void SetReading(bool reading) = 0;
-  // Bytes queued by Send and not yet written.
-  virtual size_t queued_bytes() const = 0;
 };
 
 struct WebSocketOpened {

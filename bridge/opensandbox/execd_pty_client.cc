@@ -26,18 +26,10 @@ Error NotFound(const std::string& id) {
   return e;
 }
 
-// The bridge's WebSocket client speaks plain TCP: no terminal behind an https:// URL.
-Status PlainHttp(const ExecdTarget& target) {
-  if (target.base_url.rfind("http://", 0) == 0) return OkStatus();
-  return MakeError(ErrorCode::kUnsupported,
-                   "terminals need a plain http:// endpoint: the bridge's WebSocket client has no TLS");
-}
-
 }  // namespace
 
 Result<std::string> ExecdClient::CreatePty(const std::string& cwd, const std::string& command,
                                            const CancelToken* cancel) {
-  if (Status plain = PlainHttp(target_); !plain.ok()) return plain.error();
   HttpCall call = Call("POST", "/pty");
   call.headers.emplace_back("Content-Type", "application/json");
   std::string body = "{";
@@ -60,7 +52,6 @@ Result<std::string> ExecdClient::CreatePty(const std::string& cwd, const std::st
 }
 
 Result<PtyStatus> ExecdClient::GetPty(const std::string& pty_id, const CancelToken* cancel) {
-  if (Status plain = PlainHttp(target_); !plain.ok()) return plain.error();
   HttpCall call = Call("GET", "/pty/" + PercentEncode(pty_id));
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "terminal status");

@@ -20,6 +20,7 @@ constexpr uint32_t kStart = 1;
 constexpr uint32_t kLine = 2;
 constexpr uint32_t kOversized = 3;
 constexpr uint32_t kLinePart = 4;
+constexpr uint32_t kLocalFileReply = 5;
 }  // namespace session_input
 namespace session_start {
 constexpr uint32_t kConfig = 1;
@@ -36,7 +37,27 @@ constexpr uint32_t kLength = 2;
 namespace session_output {
 constexpr uint32_t kLine = 1;
 constexpr uint32_t kResponseId = 2;
+constexpr uint32_t kLocalFile = 3;
 }  // namespace session_output
+namespace local_file_request {
+constexpr uint32_t kKind = 1;
+constexpr uint32_t kToken = 2;
+constexpr uint32_t kLocalPath = 3;
+constexpr uint32_t kRemoteName = 4;
+constexpr uint32_t kOverwrite = 5;
+constexpr uint32_t kSize = 6;
+constexpr uint32_t kMode = 7;
+constexpr uint32_t kMtimeUnixNs = 8;
+constexpr uint32_t kDescriptorSocket = 9;
+}  // namespace local_file_request
+namespace local_file_reply {
+constexpr uint32_t kToken = 1;
+constexpr uint32_t kErrnoName = 2;
+constexpr uint32_t kMessage = 3;
+constexpr uint32_t kLocalPath = 4;
+constexpr uint32_t kSize = 5;
+constexpr uint32_t kMode = 6;
+}  // namespace local_file_reply
 // Every map<K, V> entry is a message with the key as field 1 and the value as field 2.
 constexpr uint32_t kMapKey = 1;
 constexpr uint32_t kMapValue = 2;
@@ -127,9 +148,10 @@ std::string EncodeOversizedLine(std::string_view prefix, int64_t length) {
 }
 
 bool DecodeSessionOutput(std::string_view bytes, std::string_view* line,
-                         std::string_view* response_id) {
+                         std::string_view* response_id, std::string_view* local_file) {
   *line = std::string_view();
   *response_id = std::string_view();
+  *local_file = std::string_view();
   wire::Reader reader(bytes);
   wire::Field field;
   while (reader.Next(&field)) {
@@ -138,9 +160,49 @@ bool DecodeSessionOutput(std::string_view bytes, std::string_view* line,
       *line = field.bytes;
     } else if (field.number == session_output::kResponseId) {
       *response_id = field.bytes;
+    } else if (field.number == session_output::kLocalFile) {
+      *local_file = field.bytes;
     }
   }
   return reader.ok();
+}
+
+bool DecodeLocalFileRequest(std::string_view bytes, LocalFileRequestMessage* request) {
+  *request = LocalFileRequestMessage();
+  wire::Reader reader(bytes);
+  wire::Field field;
+  while (reader.Next(&field)) {
+    if (field.type == wire::kVarint) {
+      switch (field.number) {
+        case local_file_request::kKind: request->kind = static_cast<int>(field.varint); break;
+        case local_file_request::kOverwrite: request->overwrite = field.varint != 0; break;
+        case local_file_request::kSize: request->size = static_cast<int64_t>(field.varint); break;
+        case local_file_request::kMode: request->mode = static_cast<uint32_t>(field.varint); break;
+        case local_file_request::kMtimeUnixNs: request->mtime_unix_ns = static_cast<int64_t>(field.varint); break;
+        default: break;
+      }
+    } else if (field.type == wire::kLengthDelimited) {
+      switch (field.number) {
+        case local_file_request::kToken: request->token.assign(field.bytes); break;
+        case local_file_request::kLocalPath: request->local_path.assign(field.bytes); break;
+        case local_file_request::kRemoteName: request->remote_name.assign(field.bytes); break;
+        case local_file_request::kDescriptorSocket: request->descriptor_socket.assign(field.bytes); break;
+        default: break;
+      }
+    }
+  }
+  return reader.ok();
+}
+
+std::string EncodeLocalFileReply(const LocalFileReplyMessage& reply) {
+  std::string body;
+  AppendStringIfSet(&body, local_file_reply::kToken, reply.token);
+  AppendStringIfSet(&body, local_file_reply::kErrnoName, reply.errno_name);
+  AppendStringIfSet(&body, local_file_reply::kMessage, reply.message);
+  AppendStringIfSet(&body, local_file_reply::kLocalPath, reply.local_path);
+  if (reply.size != 0) wire::AppendInt64Field(&body, local_file_reply::kSize, reply.size);
+  if (reply.mode != 0) wire::AppendInt64Field(&body, local_file_reply::kMode, reply.mode);
+  return Wrapped(session_input::kLocalFileReply, body);
 }
 
 }  // namespace abx

@@ -52,8 +52,38 @@ std::string SessionInputLinePartHeader(size_t part_size);
 // SessionInput{oversized}.
 std::string EncodeOversizedLine(std::string_view prefix, int64_t length);
 
-// SessionOutput. `line` and `response_id` are views into `bytes`.
+// SessionOutput. `line`, `response_id` and `local_file` (a LocalFileRequest's bytes,
+// empty when there is none) are views into `bytes`.
 bool DecodeSessionOutput(std::string_view bytes, std::string_view* line,
-                         std::string_view* response_id);
+                         std::string_view* response_id, std::string_view* local_file);
+
+// LocalFileRequest (files.transfer; the kinds as in the .proto).
+struct LocalFileRequestMessage {
+  static constexpr int kOpenForDownload = 1;
+  static constexpr int kOpenForUpload = 2;
+  static constexpr int kCommit = 3;
+  static constexpr int kDiscard = 4;
+  int kind = 0;
+  std::string token;
+  std::string local_path;
+  std::string remote_name;
+  bool overwrite = false;
+  int64_t size = 0;
+  uint32_t mode = 0;
+  int64_t mtime_unix_ns = 0;
+  std::string descriptor_socket;
+};
+bool DecodeLocalFileRequest(std::string_view bytes, LocalFileRequestMessage* request);
+
+// SessionInput{local_file_reply}.
+struct LocalFileReplyMessage {
+  std::string token;
+  std::string errno_name;
+  std::string message;
+  std::string local_path;
+  int64_t size = 0;
+  uint32_t mode = 0;
+};
+std::string EncodeLocalFileReply(const LocalFileReplyMessage& reply);
 
 }  // namespace abx

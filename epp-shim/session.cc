@@ -43,9 +43,21 @@ class ShimSession::Call final : public GrpcCallObserver {
   GrpcConnection* transport() { return connection.transport.get(); }
 
   void OnMessage(std::string_view payload) override {
-    std::string_view line, response_id;
-    if (!DecodeSessionOutput(payload, &line, &response_id)) {
+    std::string_view line, response_id, local_file;
+    if (!DecodeSessionOutput(payload, &line, &response_id, &local_file)) {
       transport()->Cancel("the bridge sent a malformed SessionOutput");
+      return;
+    }
+    if (!local_file.empty()) {
+      LocalFileRequestMessage request;
+      if (!DecodeLocalFileRequest(local_file, &request)) {
+        transport()->Cancel("the bridge sent a malformed LocalFileRequest");
+        return;
+      }
+      // Answered on this call; after a half-close the bridge no longer waits for it.
+      if (auto reply = session_->local_files_.Handle(request)) {
+        transport()->SendMessage(EncodeLocalFileReply(*reply));
+      }
       return;
     }
     session_->OnBridgeOutput(line, response_id);
@@ -160,6 +172,7 @@ int ShimSession::Run(int input_fd) {
       }
       for (FramedLine& line : lines) {
         if (!HandleLine(std::move(line))) {
+          local_files_.DiscardAll();
           FinishOutput(MonotonicMillis() + options_.drain_timeout_ms);
           if (exit_acknowledged_ && options_.on_exit) options_.on_exit();
           return 0;
@@ -175,6 +188,7 @@ int ShimSession::Run(int input_fd) {
     }
   }
   FinishOutput(drain_deadline);
+  local_files_.DiscardAll();
   return 0;
 }
 
@@ -299,6 +313,8 @@ bool ShimSession::RetireCall() {
   const bool left_by_shim = call_->left_by_shim;
   call_.reset();  // closes the connection
   parts_sent_bytes_ = 0;  // the parts of a line being read went with it
+  // Downloads of the ended call will never be committed: their new files go.
+  local_files_.DiscardAll();
 
   const std::string why = status.ok() ? "it ended the session" : status.message;
   const std::string message =

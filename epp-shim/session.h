@@ -36,6 +36,11 @@
 // it, and the host's write and the send took turns. Parts belong to the call they went
 // on: if that call ends before the line does, the line goes whole on the next one.
 //
+// Local files (files.transfer): the bridge asks the shim to open, create and rename
+// the host's files (local_files.h) in messages of the call; the shim answers each at
+// once, in the loop. A new file not yet renamed into place is removed when the call that
+// asked for it ends and when the shim leaves.
+//
 // Memory: large lines are served from the heap and reused (main.cc); once a second has
 // passed with nothing to do after some traffic, the shim gives its free memory back
 // (malloc_trim), so an idle shim holds no more than it did before the last large line.
@@ -60,6 +65,7 @@
 #include "epp-shim/config_resolver.h"
 #include "epp-shim/host_output.h"
 #include "epp-shim/line_meta.h"
+#include "epp-shim/local_files.h"
 
 namespace abx {
 
@@ -129,6 +135,8 @@ class ShimSession {
   // that had them is retired).
   size_t parts_sent_bytes_ = 0;
   AttachedExecs attached_;
+  // Local files the bridge asked for (files.transfer), answered on the call that asked.
+  LocalFiles local_files_;
   int64_t last_connect_failure_ms_ = -1;
   std::string last_connect_error_;
 

@@ -54,24 +54,27 @@ bool Inside(std::string_view part, std::string_view whole) {
 }
 
 void CheckSessionOutput(const std::string& message) {
-  std::string_view line, id;
-  const bool ok = abx::DecodeSessionOutput(message, &line, &id);
+  std::string_view line, id, local_file;
+  const bool ok = abx::DecodeSessionOutput(message, &line, &id, &local_file);
   // The reference: walk every field, keep the last length-delimited 1 and 2.
   wire::Reader reader(message);
   wire::Field field;
-  std::string_view last_line, last_id;
+  std::string_view last_line, last_id, last_local_file;
   while (reader.Next(&field)) {
     FUZZ_CHECK(field.type != wire::kLengthDelimited || Inside(field.bytes, message),
                "a field outside its message");
     if (field.type != wire::kLengthDelimited) continue;
     if (field.number == 1) last_line = field.bytes;
     if (field.number == 2) last_id = field.bytes;
+    if (field.number == 3) last_local_file = field.bytes;
   }
   FUZZ_CHECK(ok == reader.ok(), "decoder and walk disagree on %s", Printable(message).c_str());
   if (!ok) return;
   FUZZ_CHECK(Inside(line, message) && Inside(id, message), "a view outside the message");
-  FUZZ_CHECK(line == last_line && id == last_id, "not the last fields 1 and 2 of %s",
-             Printable(message).c_str());
+  FUZZ_CHECK(line == last_line && id == last_id && local_file == last_local_file,
+             "not the last fields 1, 2 and 3 of %s", Printable(message).c_str());
+  abx::LocalFileRequestMessage request;
+  abx::DecodeLocalFileRequest(message, &request);  // must not crash or read outside
   abx::HelloReplyMessage reply;
   abx::DecodeHelloReply(message, &reply);  // must not crash or read outside
 }

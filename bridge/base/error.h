@@ -35,6 +35,7 @@ struct Error {
   int http_status = 0;  // upstream HTTP status when there was one
   std::string request_id;  // the server's X-Request-ID
   std::string field;       // the offending param or config field
+  std::string errno_name;  // a local file's error: the errno's name ("ENOSPC")
   bool retryable = false;
 
   // Prefixes context, as each layer crossing the error does: "create sandbox: <message>".

@@ -18,6 +18,7 @@
 #include "bridge/daemon/allocator.h"
 #include "bridge/daemon/memory_trimmer.h"
 #include "bridge/daemon/request_pool.h"
+#include "bridge/daemon/descriptor_intake.h"
 #include "bridge/daemon/unix_listener.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
@@ -26,6 +27,9 @@
 
 namespace abx::daemon {
 namespace {
+
+// How long a shim connected to the descriptor socket has to hand its descriptor over.
+constexpr int kDescriptorReceiveMs = 1000;
 
 // SIGTERM/SIGINT start a drain; handled on a thread of its own through sigwait, so no
 // async-signal-safety questions arise.
@@ -117,6 +121,15 @@ int Serve(const ServeOptions& options) {
     request_pool.ReleaseIdle();
     allocator::ReleaseFreeMemory();
   });
+  // The shims' local files come in beside gRPC (descriptor_intake.h). Without this
+  // socket the bridge still serves; files.download and files.upload then fail (E8001).
+  std::unique_ptr<UnixListener> descriptor_listener =
+      UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
+  if (descriptor_listener) {
+    state.set_descriptor_socket(descriptor_listener->path());
+  } else {
+    log::Error("bridge.descriptor_socket", {{"error", error}});
+  }
   api::BridgeService bridge_service(&state);
   api::EppSessionService epp_service(&state);
   api::TypedServices typed_services(
@@ -155,6 +168,23 @@ int Serve(const ServeOptions& options) {
       grpc::AddInsecureChannelFromFd(server.get(), fd);
     });
   });
+  std::thread descriptor_acceptor([&] {
+    if (!descriptor_listener) return;
+    descriptor_listener->AcceptLoop([&](int fd, unsigned uid, int pid) {
+      std::string token, receive_error;
+      int handed = -1;
+      if (uid != self) {
+        log::Error("bridge.peer_refused", {{"uid", std::to_string(uid)}, {"pid", std::to_string(pid)},
+                                           {"error", "refused a descriptor from another user"}});
+      } else if (!ReceiveDescriptor(fd, kDescriptorReceiveMs, &token, &handed, &receive_error)) {
+        log::Error("bridge.descriptor_refused", {{"pid", std::to_string(pid)}, {"error", receive_error}});
+      } else if (!state.descriptors().Deliver(token, handed)) {
+        log::Error("bridge.descriptor_refused",
+                   {{"pid", std::to_string(pid)}, {"error", "a descriptor under a token nobody awaits"}});
+      }
+      close(fd);
+    });
+  });
   log::Info("bridge.ready", {{"socket", socket_path},
                                    {"socket_source", inherited ? "inherited" : "bound"},
                                    {"pid", std::to_string(getpid())},
@@ -171,6 +201,11 @@ int Serve(const ServeOptions& options) {
   if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
   listener->Close();  // new connections are refused; open sessions go on
   acceptor.join();
+  // Its path goes with the lock below, so a next bridge may bind it: a transfer that a
+  // draining session starts from now on fails (its descriptor has nowhere to go), while
+  // those under way already hold theirs.
+  if (descriptor_listener) descriptor_listener->Close();
+  descriptor_acceptor.join();
   // A socket we bound is gone now, so the path is free: the lock goes too, and the next
   // shim starts a fresh bridge at once instead of waiting out this drain. An inherited
   // socket still exists (its activator holds it), so the lock stays to keep a spawned

@@ -49,12 +49,14 @@ std::string Message::ErrorMessage() const { return valid ? GetString(json, "erro
 std::unique_ptr<EppSession> EppSession::Start(const std::string& shim_path,
                                               const std::vector<std::string>& env,
                                               const std::string& stderr_path,
-                                              std::string* error) {
+                                              std::string* error,
+                                              const std::vector<std::string>& wrapper) {
   std::unique_ptr<EppSession> session(new EppSession());
   session->stderr_path_ = stderr_path;
   session->started_ = Clock::now();
   Process::Options options;
-  options.argv = {shim_path};
+  options.argv = wrapper;
+  options.argv.push_back(shim_path);
   options.env = env;
   options.pipe_stdin = true;
   options.pipe_stdout = true;

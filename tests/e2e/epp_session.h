@@ -52,10 +52,12 @@ using MessagePtr = std::shared_ptr<const Message>;
 class EppSession {
  public:
   // Starts the shim at `shim_path` with exactly `env` as its environment, stdin and
-  // stdout piped, stderr into `stderr_path`.
+  // stdout piped, stderr into `stderr_path`. `wrapper` (absolute argv[0]) runs the shim
+  // as its last argument: `unshare …`, `setpriv …`, `prlimit …`.
   static std::unique_ptr<EppSession> Start(const std::string& shim_path,
                                            const std::vector<std::string>& env,
-                                           const std::string& stderr_path, std::string* error);
+                                           const std::string& stderr_path, std::string* error,
+                                           const std::vector<std::string>& wrapper = {});
   // Closes stdin, gives the shim 3 s to exit, then kills it.
   ~EppSession();
   EppSession(const EppSession&) = delete;

@@ -54,7 +54,8 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   ASSERT_NE(shell, partial->MemberEnd()) << response->raw;
   EXPECT_STREQ(shell->value.GetString(), "stderr arrives as stdout; blank lines are dropped");
   EXPECT_THAT(GetStrings(result, "extensions"),
-              UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod", "sandbox.metrics"))
+              UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod",
+                                   "files.transfer", "sandbox.metrics"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;

@@ -137,10 +137,17 @@ std::vector<std::string> TestEnv::ShimEnv(
 
 EppSession* TestEnv::StartShim(
     const std::map<std::string, std::optional<std::string>>& overrides) {
+  return StartShimUnder({}, overrides);
+}
+
+EppSession* TestEnv::StartShimUnder(const std::vector<std::string>& wrapper,
+                                    const std::map<std::string, std::optional<std::string>>& overrides,
+                                    const std::string& shim_path) {
   std::string error;
   std::string stderr_path =
       logs_dir_ + "/shim-" + std::to_string(shims_.size()) + ".stderr";
-  auto session = EppSession::Start(ShimBinary(), ShimEnv(overrides), stderr_path, &error);
+  auto session = EppSession::Start(shim_path.empty() ? ShimBinary() : shim_path, ShimEnv(overrides),
+                                   stderr_path, &error, wrapper);
   if (!session) {
     ADD_FAILURE() << "cannot start the shim (" << ShimBinary() << "): " << error;
     return nullptr;

@@ -95,6 +95,12 @@ class TestEnv : public ::testing::Test {
   // a test failure) when it cannot be started.
   EppSession* StartShim(
       const std::map<std::string, std::optional<std::string>>& overrides = {});
+  // The same, run by `wrapper` (e.g. {"/usr/bin/unshare", "-m", …}: the shim is its
+  // last argument).
+  // `shim_path` (empty: ShimBinary()) is the binary run.
+  EppSession* StartShimUnder(const std::vector<std::string>& wrapper,
+                             const std::map<std::string, std::optional<std::string>>& overrides = {},
+                             const std::string& shim_path = "");
   // StartShim + `initialize`, which must succeed (else a failure and null).
   EppSession* StartInitializedShim(
       const std::map<std::string, std::optional<std::string>>& overrides = {});

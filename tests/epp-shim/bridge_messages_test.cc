@@ -188,8 +188,8 @@ TEST(BridgeMessagesTest, SessionOutputDecodesAsTheGeneratedParserReadsIt) {
   output.set_response_id("7");
   // Decoded fields are views into the bytes, which must outlive them.
   const std::string plain = output.SerializeAsString();
-  std::string_view line, id;
-  ASSERT_TRUE(DecodeSessionOutput(plain, &line, &id));
+  std::string_view line, id, local_file;
+  ASSERT_TRUE(DecodeSessionOutput(plain, &line, &id, &local_file));
   EXPECT_EQ(line, output.line());
   EXPECT_EQ(id, "7");
 
@@ -200,7 +200,7 @@ TEST(BridgeMessagesTest, SessionOutputDecodesAsTheGeneratedParserReadsIt) {
   pb::SessionOutput trailing;
   AddUnknownFields(&trailing, 9000);
   bytes = trailing.SerializeAsString() + bytes + trailing.SerializeAsString();
-  ASSERT_TRUE(DecodeSessionOutput(bytes, &line, &id));
+  ASSERT_TRUE(DecodeSessionOutput(bytes, &line, &id, &local_file));
   EXPECT_EQ(line, output.line());
   EXPECT_EQ(id, "7");
 
@@ -208,10 +208,10 @@ TEST(BridgeMessagesTest, SessionOutputDecodesAsTheGeneratedParserReadsIt) {
   pb::SessionOutput notification;
   notification.set_line("{\"method\":\"exec.output\"}");
   const std::string notification_bytes = notification.SerializeAsString();
-  ASSERT_TRUE(DecodeSessionOutput(notification_bytes, &line, &id));
+  ASSERT_TRUE(DecodeSessionOutput(notification_bytes, &line, &id, &local_file));
   EXPECT_EQ(line, notification.line());
   EXPECT_TRUE(id.empty());
-  ASSERT_TRUE(DecodeSessionOutput("", &line, &id));
+  ASSERT_TRUE(DecodeSessionOutput("", &line, &id, &local_file));
   EXPECT_TRUE(line.empty());
 
   // Two messages run together merge; the later line wins, as in the generated parser.
@@ -220,7 +220,7 @@ TEST(BridgeMessagesTest, SessionOutputDecodesAsTheGeneratedParserReadsIt) {
   const std::string merged = output.SerializeAsString() + later.SerializeAsString();
   pb::SessionOutput generated;
   ASSERT_TRUE(generated.ParseFromString(merged));
-  ASSERT_TRUE(DecodeSessionOutput(merged, &line, &id));
+  ASSERT_TRUE(DecodeSessionOutput(merged, &line, &id, &local_file));
   EXPECT_EQ(line, generated.line());
   EXPECT_EQ(id, generated.response_id());
 }
@@ -230,14 +230,14 @@ TEST(BridgeMessagesTest, MalformedInputIsRefusedWhereTheGeneratedParserRefusesIt
   output.set_line("a line");
   output.set_response_id("12");
   const std::string good = output.SerializeAsString();
-  std::string_view line, id;
+  std::string_view line, id, local_file;
   // Every truncation: where the cut falls inside a field both refuse it, where it falls
   // between fields both accept it.
   for (size_t cut = 1; cut < good.size(); ++cut) {
     const std::string truncated = good.substr(0, cut);
     pb::SessionOutput generated;
     const bool generated_ok = generated.ParseFromString(truncated);
-    EXPECT_EQ(DecodeSessionOutput(truncated, &line, &id), generated_ok) << "cut at " << cut;
+    EXPECT_EQ(DecodeSessionOutput(truncated, &line, &id, &local_file), generated_ok) << "cut at " << cut;
   }
   const std::string cases[] = {
       std::string("\x0a\x05" "abc", 5),          // length past the end
@@ -254,7 +254,7 @@ TEST(BridgeMessagesTest, MalformedInputIsRefusedWhereTheGeneratedParserRefusesIt
   for (const std::string& bytes : cases) {
     pb::SessionOutput generated;
     EXPECT_FALSE(generated.ParseFromString(bytes)) << "case " << testing::PrintToString(bytes);
-    EXPECT_FALSE(DecodeSessionOutput(bytes, &line, &id)) << testing::PrintToString(bytes);
+    EXPECT_FALSE(DecodeSessionOutput(bytes, &line, &id, &local_file)) << testing::PrintToString(bytes);
   }
   HelloReplyMessage reply;
   EXPECT_FALSE(DecodeHelloReply(std::string("\x1a\x09" "short", 7), &reply));
@@ -278,8 +278,8 @@ TEST(BridgeMessagesTest, RandomMessagesRoundTripBothWays) {
     if (random() % 2) output.set_response_id(random_text(20));
     if (random() % 4 == 0) AddUnknownFields(&output, 3 + static_cast<int>(random() % 1000));
     const std::string bytes = output.SerializeAsString();
-    std::string_view line, id;
-    ASSERT_TRUE(DecodeSessionOutput(bytes, &line, &id));
+    std::string_view line, id, local_file;
+    ASSERT_TRUE(DecodeSessionOutput(bytes, &line, &id, &local_file));
     ASSERT_EQ(line, output.line());
     ASSERT_EQ(id, output.response_id());
 
@@ -325,6 +325,61 @@ TEST(ProtoWireTest, VarintsOfEveryWidth) {
     EXPECT_FALSE(reader.Next(&field));
     EXPECT_TRUE(reader.ok());
   }
+}
+
+TEST(BridgeMessagesTest, LocalFileRequestDecodesAsTheGeneratedParserReadsIt) {
+  pb::SessionOutput output;
+  pb::LocalFileRequest* request = output.mutable_local_file();
+  request->set_kind(pb::LocalFileRequest::COMMIT);
+  request->set_token("0123456789abcdef0123456789abcdef");
+  request->set_local_path("/home/u/out.bin");
+  request->set_remote_name("out.bin");
+  request->set_overwrite(true);
+  request->set_size(int64_t{3} << 32);
+  request->set_mode(0754);
+  request->set_mtime_unix_ns(1764950400123000000);
+  request->set_descriptor_socket("/run/user/1/abx/bridge.sock.fd");
+  AddUnknownFields(&output, 60);
+  const std::string bytes = output.SerializeAsString();
+  std::string_view line, id, local_file;
+  ASSERT_TRUE(DecodeSessionOutput(bytes, &line, &id, &local_file));
+  EXPECT_TRUE(line.empty());
+  LocalFileRequestMessage decoded;
+  ASSERT_TRUE(DecodeLocalFileRequest(local_file, &decoded));
+  EXPECT_EQ(decoded.kind, LocalFileRequestMessage::kCommit);
+  EXPECT_EQ(decoded.token, request->token());
+  EXPECT_EQ(decoded.local_path, request->local_path());
+  EXPECT_EQ(decoded.remote_name, request->remote_name());
+  EXPECT_TRUE(decoded.overwrite);
+  EXPECT_EQ(decoded.size, request->size());
+  EXPECT_EQ(decoded.mode, 0754u);
+  EXPECT_EQ(decoded.mtime_unix_ns, request->mtime_unix_ns());
+  EXPECT_EQ(decoded.descriptor_socket, request->descriptor_socket());
+  EXPECT_EQ(LocalFileRequestMessage::kOpenForDownload, pb::LocalFileRequest::OPEN_FOR_DOWNLOAD);
+  EXPECT_EQ(LocalFileRequestMessage::kOpenForUpload, pb::LocalFileRequest::OPEN_FOR_UPLOAD);
+  EXPECT_EQ(LocalFileRequestMessage::kDiscard, pb::LocalFileRequest::DISCARD);
+}
+
+TEST(BridgeMessagesTest, LocalFileReplyParsesWithTheGeneratedClasses) {
+  LocalFileReplyMessage reply;
+  reply.token = "tok";
+  reply.errno_name = "ENOSPC";
+  reply.message = "no room";
+  reply.local_path = "/tmp/x";
+  reply.size = int64_t{5} << 33;
+  reply.mode = 0640;
+  pb::SessionInput input;
+  ASSERT_TRUE(input.ParseFromString(EncodeLocalFileReply(reply)));
+  ASSERT_EQ(input.kind_case(), pb::SessionInput::kLocalFileReply);
+  EXPECT_EQ(input.local_file_reply().token(), "tok");
+  EXPECT_EQ(input.local_file_reply().errno_name(), "ENOSPC");
+  EXPECT_EQ(input.local_file_reply().message(), "no room");
+  EXPECT_EQ(input.local_file_reply().local_path(), "/tmp/x");
+  EXPECT_EQ(input.local_file_reply().size(), reply.size);
+  EXPECT_EQ(input.local_file_reply().mode(), 0640u);
+  // An empty reply (a success with nothing to say) is still a local_file_reply.
+  ASSERT_TRUE(input.ParseFromString(EncodeLocalFileReply(LocalFileReplyMessage())));
+  EXPECT_EQ(input.kind_case(), pb::SessionInput::kLocalFileReply);
 }
 
 }  // namespace

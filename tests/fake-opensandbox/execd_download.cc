@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "common/percent_encoding.h"
 #include "tests/fake-opensandbox/execd_routes.h"
@@ -188,9 +190,10 @@ void HandleDownload(const httplib::Request& req, httplib::Response& res,
   const Faults faults = context->faults->Get();
   const int64_t cut_after = faults.download_cut_after_bytes;  // the fault
   const std::string change_path = faults.download_change_on_cut ? mapped.host : "";
+  const int64_t ms_per_mib = faults.transfer_ms_per_mib;  // the pace fault
   res.set_content_provider(
       static_cast<size_t>(length), "application/octet-stream",
-      [file, first, cut_after, change_path](size_t offset, size_t want, httplib::DataSink& sink) {
+      [file, first, cut_after, change_path, ms_per_mib](size_t offset, size_t want, httplib::DataSink& sink) {
         if (cut_after > 0 && static_cast<int64_t>(offset) >= cut_after) {
           if (!change_path.empty()) {  // download_change_on_cut: the file grows meanwhile
             if (FILE* grown = std::fopen(change_path.c_str(), "ab")) {
@@ -205,6 +208,9 @@ void HandleDownload(const httplib::Request& req, httplib::Response& res,
         if (cut_after > 0) n = std::min<size_t>(n, static_cast<size_t>(cut_after) - offset);
         ssize_t got = pread(*file, buf.get(), n, static_cast<off_t>(first + offset));
         if (got <= 0) return false;  // file shrank under us: cut the answer
+        if (ms_per_mib > 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(ms_per_mib * 1000 * got / (1 << 20)));
+        }
         return sink.write(buf.get(), static_cast<size_t>(got));
       },
       [file](bool) {});

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "rapidjson/document.h"
@@ -142,9 +144,25 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
   const std::string content_type = req.get_header_value("Content-Type");
   request.headers.erase("Content-Type");  // the header map compares names ignoring case
   request.headers.emplace("X-Fake-Multipart-Content-Type", content_type);
+  const Faults faults = context->faults->Get();
+  int64_t body_bytes = 0;
+  bool cut_by_fault = false;
   bool read_ok = content_reader([&](const char* data, size_t size) {
+    body_bytes += static_cast<int64_t>(size);
+    if (faults.transfer_ms_per_mib > 0) {  // the pace fault
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(faults.transfer_ms_per_mib * 1000 * static_cast<int64_t>(size) / (1 << 20)));
+    }
+    if (faults.upload_fail_after_bytes > 0 && body_bytes >= faults.upload_fail_after_bytes) {
+      cut_by_fault = true;  // upload_fail_after_bytes: execd fails half way
+      return false;
+    }
     return multipart.Feed(data, size);
   });
+  if (cut_by_fault) parts.write_failed = true;
+  // A body not read to its end cannot be followed by another request on the connection;
+  // Go's server closes it too (more than 256 KiB left unread).
+  if (!read_ok || parts.write_failed) res.set_header("Connection", "close");
   read_ok = read_ok && multipart.Finish();
   parts.CloseCurrent();
   if (parts.write_failed) {

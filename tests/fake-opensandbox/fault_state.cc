@@ -79,6 +79,10 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.download_cut_after_bytes = static_cast<int64_t>(value);
     } else if (key == "download_change_on_cut") {
       next.download_change_on_cut = value != 0;
+    } else if (key == "upload_fail_after_bytes") {
+      next.upload_fail_after_bytes = static_cast<int64_t>(value);
+    } else if (key == "transfer_ms_per_mib") {
+      next.transfer_ms_per_mib = static_cast<int64_t>(value);
     } else if (key == "pty_exit_overtakes_bytes") {
       next.pty_exit_overtakes_bytes = static_cast<int64_t>(value);
     } else {
@@ -123,6 +127,10 @@ std::string FaultState::ToJson() const {
   w.Int64(f.download_cut_after_bytes);
   w.Key("download_change_on_cut");
   w.Bool(f.download_change_on_cut);
+  w.Key("upload_fail_after_bytes");
+  w.Int64(f.upload_fail_after_bytes);
+  w.Key("transfer_ms_per_mib");
+  w.Int64(f.transfer_ms_per_mib);
   w.Key("pty_exit_overtakes_bytes");
   w.Int64(f.pty_exit_overtakes_bytes);
   w.EndObject();

@@ -27,6 +27,8 @@ struct Faults {
   int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes
   int64_t download_cut_after_bytes = 0;  // every /files/download answer breaks off after N body bytes
   bool download_change_on_cut = false;   // ... and the file grows by a byte as it does
+  int64_t upload_fail_after_bytes = 0;   // /files/upload stops reading after N body bytes and answers 500
+  int64_t transfer_ms_per_mib = 0;       // /files/download and /files/upload move a MiB per N ms at most
 };
 
 class FaultState {

@@ -14,7 +14,7 @@ inline constexpr const char* kFeatures[] = {
     "pty",
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell", "files.search",
-                                              "files.chmod", "sandbox.metrics"};
+                                              "files.chmod", "files.transfer", "sandbox.metrics"};
 struct Partial {
   const char* feature;
   const char* note;

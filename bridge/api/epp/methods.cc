@@ -33,6 +33,8 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"files.move", FilesMove},
     {"files.search", FilesSearch},
     {"files.chmod", FilesChmod},
+    {"files.download", FilesDownload},
+    {"files.upload", FilesUpload},
     {"ports.url", PortsUrl},
     {"code.context.create", CodeContextCreate},
     {"code.context.list", CodeContextList},

@@ -55,6 +55,8 @@ Result<std::string> FilesRemove(Request&);
 Result<std::string> FilesMove(Request&);
 Result<std::string> FilesSearch(Request&);
 Result<std::string> FilesChmod(Request&);
+Result<std::string> FilesDownload(Request&);
+Result<std::string> FilesUpload(Request&);
 Result<std::string> SandboxMetrics(Request&);
 Result<std::string> PortsUrl(Request&);
 Result<std::string> CodeContextCreate(Request&);

@@ -104,7 +104,10 @@ class NotifyingSink final : public core::ExecSink {
 }  // namespace
 
 bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
-  if (method == "exec.run" || method == "code.run") return true;  // interrupted at end of input
+  // Interrupted at end of input; a transfer's temporary file is removed.
+  if (method == "exec.run" || method == "code.run" || method == "files.download" || method == "files.upload") {
+    return true;
+  }
   if (method != "exec.start") return false;
   // A `detached` that is not a boolean fails the request in ReadSpec; until then the
   // command counts as attached, which errs on the side of cancelling.

@@ -103,6 +103,10 @@ void Request::Notify(std::string_view method, std::string_view params_json) {
 
 void Request::NotifyLine(std::string line) { session_->sink().Write(std::move(line), ""); }
 
+Result<LocalFileReply> LineSink::AskShim(const LocalFileRequest& /*request*/, CancelToken* /*cancel*/) {
+  return MakeError(ErrorCode::kUnsupported, "this session has no shim to open local files");
+}
+
 Session::Session(core::BridgeCore* core, TaskRunner* pool, SessionOrigin origin,
                  LineSink* sink)
     : core_(core), pool_(pool), origin_(std::move(origin)), sink_(sink) {

@@ -20,6 +20,7 @@
 #include "bridge/base/error.h"
 #include "bridge/base/serial_lanes.h"
 #include "bridge/base/task_runner.h"
+#include "bridge/api/epp/local_files.h"
 #include "bridge/core/config.h"
 
 namespace abx::core {
@@ -30,12 +31,17 @@ class EndpointCache;
 
 namespace abx::epp {
 
-// Where the session's output lines go, in order; thread-safe. Returns false once the
-// host can no longer be reached.
+// Where the session's output lines go, in order; thread-safe. Write returns false once
+// the host can no longer be reached. Also the way to the shim's local files.
 class LineSink {
  public:
   virtual ~LineSink() = default;
   virtual bool Write(std::string line, std::string response_id) = 0;
+  // Asks the shim to work on a local file (local_files.h) and waits for its answer, for
+  // `cancel`, or for the session's input to end. Without a shim behind the sink: E8004.
+  virtual Result<LocalFileReply> AskShim(const LocalFileRequest& request, CancelToken* cancel);
+  // The same without an answer (a discard).
+  virtual void TellShim(const LocalFileRequest& /*request*/) {}
 };
 
 struct SessionOrigin {

@@ -1,7 +1,11 @@
 #include "bridge/api/grpc/epp_service.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -16,8 +20,15 @@
 namespace abx::api {
 namespace {
 
+using abx::opensandbox::v1::LocalFileReply;
+using abx::opensandbox::v1::LocalFileRequest;
 using abx::opensandbox::v1::SessionInput;
 using abx::opensandbox::v1::SessionOutput;
+
+// How long the shim may take to answer about a local file (an open, a rename), and its
+// descriptor to arrive once it answered.
+constexpr auto kShimAnswerTimeout = std::chrono::seconds(60);
+constexpr auto kDescriptorTimeout = std::chrono::milliseconds(5000);
 
 // One EppSession.Run call. The loop runs on a request thread and reads and writes
 // through blocking_op.h; it finishes the call when the session is idle, and the reactor
@@ -40,6 +51,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<SessionInput, Sessio
     return writes_.Run([&] { StartWrite(&out); });
   }
 
+  Result<epp::LocalFileReply> AskShim(const epp::LocalFileRequest& request, CancelToken* cancel) override;
+  void TellShim(const epp::LocalFileRequest& request) override {
+    SessionOutput out;
+    ToProto(request, out.mutable_local_file());
+    writes_.Run([&] { StartWrite(&out); });
+  }
+
   void OnReadDone(bool ok) override { reads_.Done(ok); }
   void OnWriteDone(bool ok) override { writes_.Done(ok); }
 
@@ -57,6 +75,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<SessionInput, Sessio
   bool Read(SessionInput* input) {
     return reads_.Run([&] { StartRead(input); });
   }
+
+  void ToProto(const epp::LocalFileRequest& request, LocalFileRequest* out) const;
+  // A LocalFileReply from the shim: wakes the AskShim waiting for it.
+  void OnLocalFileReply(const LocalFileReply& reply);
+  // The shim sends nothing more: every AskShim gives up.
+  void EndLocalFileReplies();
 
   // The session's life, from SessionStart to idle; the call's status.
   grpc::Status Serve();
@@ -78,7 +102,112 @@ class SessionReactor final : public grpc::ServerBidiReactor<SessionInput, Sessio
   std::mutex session_mu_;
   epp::Session* session_ = nullptr;  // under session_mu_
   bool host_gone_ = false;           // under session_mu_
+
+  // Replies awaited from the shim, by token (empty until it comes).
+  std::mutex replies_mu_;
+  std::condition_variable replies_cv_;
+  std::map<std::string, std::optional<LocalFileReply>> replies_;  // under replies_mu_
+  bool replies_ended_ = false;                                    // under replies_mu_
 };
+
+void SessionReactor::ToProto(const epp::LocalFileRequest& request, LocalFileRequest* out) const {
+  using Kind = epp::LocalFileRequest::Kind;
+  switch (request.kind) {
+    case Kind::kOpenForDownload: out->set_kind(LocalFileRequest::OPEN_FOR_DOWNLOAD); break;
+    case Kind::kOpenForUpload: out->set_kind(LocalFileRequest::OPEN_FOR_UPLOAD); break;
+    case Kind::kCommit: out->set_kind(LocalFileRequest::COMMIT); break;
+    case Kind::kDiscard: out->set_kind(LocalFileRequest::DISCARD); break;
+  }
+  out->set_token(request.token);
+  out->set_local_path(request.local_path);
+  out->set_remote_name(request.remote_name);
+  out->set_overwrite(request.overwrite);
+  out->set_size(request.size);
+  out->set_mode(request.mode);
+  out->set_mtime_unix_ns(request.mtime_unix_ns);
+  if (request.kind == Kind::kOpenForDownload || request.kind == Kind::kOpenForUpload) {
+    out->set_descriptor_socket(state_->descriptor_socket());
+  }
+}
+
+Result<epp::LocalFileReply> SessionReactor::AskShim(const epp::LocalFileRequest& request, CancelToken* cancel) {
+  const bool opens = request.kind == epp::LocalFileRequest::Kind::kOpenForDownload ||
+                     request.kind == epp::LocalFileRequest::Kind::kOpenForUpload;
+  if (opens && state_->descriptor_socket().empty()) {
+    return MakeError(ErrorCode::kNotInitialized,
+                     "the bridge has no descriptor socket for local files; see its log (bridge.descriptor_socket)");
+  }
+  {
+    std::lock_guard<std::mutex> lock(replies_mu_);
+    if (replies_ended_) return MakeError(ErrorCode::kCancelled, "the session's input ended");
+    replies_.emplace(request.token, std::nullopt);
+  }
+  if (opens) state_->descriptors().Expect(request.token);
+  auto forget = [&] {
+    std::lock_guard<std::mutex> lock(replies_mu_);
+    replies_.erase(request.token);
+  };
+  cancel->OnCancel([this] {
+    std::lock_guard<std::mutex> lock(replies_mu_);
+    replies_cv_.notify_all();
+  });
+  SessionOutput out;
+  ToProto(request, out.mutable_local_file());
+  if (!writes_.Run([&] { StartWrite(&out); })) {
+    forget();
+    state_->descriptors().Forget(request.token);
+    return MakeError(ErrorCode::kUnreachable, "the shim went away");
+  }
+  std::optional<LocalFileReply> reply;
+  bool ended = false;
+  {
+    std::unique_lock<std::mutex> lock(replies_mu_);
+    auto slot = replies_.find(request.token);
+    // Bounded so that a shim that never answers cannot hold a request thread for ever.
+    replies_cv_.wait_for(lock, kShimAnswerTimeout,
+                         [&] { return slot->second.has_value() || replies_ended_ || cancel->cancelled(); });
+    reply = std::move(slot->second);
+    ended = replies_ended_;
+    replies_.erase(slot);
+  }
+  if (!reply) {
+    state_->descriptors().Forget(request.token);
+    if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "cancelled");
+    if (ended) return MakeError(ErrorCode::kCancelled, "the session's input ended");
+    return MakeError(ErrorCode::kTimeout, "the shim did not answer about its local file in time");
+  }
+  epp::LocalFileReply result;
+  result.errno_name = reply->errno_name();
+  result.message = reply->message();
+  result.local_path = reply->local_path();
+  result.size = reply->size();
+  result.mode = reply->mode();
+  if (opens && result.errno_name.empty()) {
+    result.fd = state_->descriptors().Take(request.token, kDescriptorTimeout, cancel);
+    if (result.fd < 0) {
+      if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "cancelled");
+      return MakeError(ErrorCode::kNotInitialized, "the shim's descriptor for " + result.local_path +
+                                                       " did not arrive on " + state_->descriptor_socket());
+    }
+  } else if (opens) {
+    state_->descriptors().Forget(request.token);
+  }
+  return result;
+}
+
+void SessionReactor::OnLocalFileReply(const LocalFileReply& reply) {
+  std::lock_guard<std::mutex> lock(replies_mu_);
+  auto slot = replies_.find(reply.token());
+  if (slot == replies_.end()) return;  // its asker gave up
+  slot->second = reply;
+  replies_cv_.notify_all();
+}
+
+void SessionReactor::EndLocalFileReplies() {
+  std::lock_guard<std::mutex> lock(replies_mu_);
+  replies_ended_ = true;
+  replies_cv_.notify_all();
+}
 
 grpc::Status SessionReactor::Serve() {
   SessionInput input;
@@ -126,8 +255,11 @@ grpc::Status SessionReactor::Serve() {
       } else if (input.kind_case() == SessionInput::kOversized) {
         lines.Drop();
         session.OnOversizedLine(input.oversized().prefix(), input.oversized().length());
+      } else if (input.kind_case() == SessionInput::kLocalFileReply) {
+        OnLocalFileReply(input.local_file_reply());
       }
     }
+    EndLocalFileReplies();
     lines.Drop();  // a line cut short: its early write writes nothing
     // `exit` or a vanished shim: cancel everything. End of stdin (a half-close): cancel
     // the attached commands and let other requests finish, unless the shim goes away

@@ -8,7 +8,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 
+#include "bridge/base/descriptor_box.h"
 #include "bridge/base/task_runner.h"
 #include "bridge/core/bridge_core.h"
 
@@ -24,6 +26,11 @@ class ServingState {
 
   core::BridgeCore& core() { return *core_; }
   TaskRunner& requests() { return *requests_; }
+  // Descriptors the shims hand over beside gRPC (files.transfer), and the socket they
+  // come in on (set by the daemon before serving; empty when it could not be bound).
+  DescriptorBox& descriptors() { return descriptors_; }
+  const std::string& descriptor_socket() const { return descriptor_socket_; }
+  void set_descriptor_socket(std::string path) { descriptor_socket_ = std::move(path); }
   // Called by a front door as a session ends: with no session left, runs release_idle.
   void ReleaseIdleIfNoSession();
 
@@ -56,6 +63,8 @@ class ServingState {
   std::unique_ptr<core::BridgeCore> core_;
   TaskRunner* const requests_;
   const std::function<void()> release_idle_;
+  DescriptorBox descriptors_;
+  std::string descriptor_socket_;
   const std::chrono::steady_clock::time_point started_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> sessions_active_{0};

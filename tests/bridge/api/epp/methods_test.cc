@@ -11,7 +11,7 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
         "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "exec.start", "exec.run",
         "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
         "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
-        "files.search", "files.chmod", "sandbox.metrics", "ports.url", "code.context.create",
+        "files.search", "files.chmod", "files.download", "files.upload", "sandbox.metrics", "ports.url", "code.context.create",
         "code.context.list", "code.context.delete", "code.run", "shell.create", "shell.close", "pty.open",
         "pty.input", "pty.resize", "pty.signal", "pty.attach", "pty.list", "pty.close", "provider.info",
         "provider.doctor"}) {

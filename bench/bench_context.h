@@ -22,6 +22,7 @@ struct BenchOptions {
   int warm_runs = 150;         // warm exec samples, each side
   long long stream_bytes = 256LL << 20;
   long long file_bytes = 64LL << 20;
+  long long transfer_bytes = 256LL << 20;  // files.transfer
   long long chunk_bytes = 4LL << 20;
   int files_rounds = 2;        // files: each side's best of this many rounds
   int sessions = 64;           // concurrency: shim sessions

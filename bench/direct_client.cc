@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 
 namespace abx::bench {
@@ -108,6 +110,43 @@ HttpResult DirectClient::Upload(const std::string& execd_base, const std::string
   curl_mime_data(file, data.data(), data.size());
   HttpResult result = Perform("POST", execd_base + "/files/upload", nullptr, {}, nullptr, mime);
   curl_mime_free(mime);
+  return result;
+}
+
+HttpResult DirectClient::UploadFile(const std::string& execd_base, const std::string& path,
+                                    const std::string& local_path) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  curl_mime* mime = curl_mime_init(curl);
+  curl_mimepart* meta = curl_mime_addpart(mime);
+  const std::string metadata = "{\"path\":\"" + path + "\"}";  // bench paths need no escaping
+  curl_mime_name(meta, "metadata");
+  curl_mime_filename(meta, "metadata");
+  curl_mime_type(meta, "application/json");
+  curl_mime_data(meta, metadata.data(), metadata.size());
+  curl_mimepart* file = curl_mime_addpart(mime);
+  curl_mime_name(file, "file");
+  curl_mime_filedata(file, local_path.c_str());
+  curl_mime_filename(file, "data");
+  curl_mime_type(file, "application/octet-stream");
+  HttpResult result = Perform("POST", execd_base + "/files/upload", nullptr, {}, nullptr, mime);
+  curl_mime_free(mime);
+  return result;
+}
+
+HttpResult DirectClient::GetToFile(const std::string& url, const std::vector<std::string>& headers, int fd) {
+  bool failed = false;
+  const std::function<void(const char*, size_t)> to_file = [&](const char* data, size_t size) {
+    while (size > 0 && !failed) {
+      const ssize_t wrote = write(fd, data, size);
+      if (wrote <= 0) failed = true;
+      else data += wrote, size -= static_cast<size_t>(wrote);
+    }
+  };
+  HttpResult result = Perform("GET", url, nullptr, headers, &to_file, nullptr);
+  if (failed) {
+    result.ok = false;
+    result.error = "writing the file failed";
+  }
   return result;
 }
 

@@ -43,6 +43,10 @@ class DirectClient {
   // execd's POST /files/upload: one metadata part (a file part, as execd requires) and one
   // file part with `data`.
   HttpResult Upload(const std::string& execd_base, const std::string& path, std::string_view data);
+  // The same with the file part read from `local_path` as it is sent (curl -F).
+  HttpResult UploadFile(const std::string& execd_base, const std::string& path, const std::string& local_path);
+  // A GET whose body is written to `fd` as it arrives (curl -o).
+  HttpResult GetToFile(const std::string& url, const std::vector<std::string>& headers, int fd);
 
  private:
   HttpResult Perform(const std::string& method, const std::string& url, const std::string* body,

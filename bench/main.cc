@@ -3,7 +3,7 @@
 // fake. Prints one table (scenario, ours, baseline, ratio, target, met?) and the details
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
-//   tools/bench [--only cold,cli,warm,stream,files,concurrency,code,shell,pty] [--quick]
+//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty] [--quick]
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
 
@@ -31,7 +31,7 @@ int Usage(FILE* out) {
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
                "                             [--keep-work-dir]\n"
-               "  --only LIST      comma-separated: cold,cli,warm,stream,files,concurrency,code,shell,pty (default: all)\n"
+               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
       options.warm_runs = 50;
       options.stream_bytes = 32LL << 20;
       options.file_bytes = 16LL << 20;
+      options.transfer_bytes = 32LL << 20;
       options.files_rounds = 1;
       options.sessions = 16;
       options.ops_per_session = 10;
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
-                                                  "shell", "pty"};
+                                                  "shell", "pty", "transfer"};
     if (!kKnown.count(s)) {
       std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
       return Usage(stderr);
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
   const IdleRss idle_middle = IdleBridgeRss(ctx);
   if (wanted("stream")) Progress("stream", run), RunStream(ctx);
   if (wanted("files")) Progress("files", run), RunFiles(ctx);
+  if (wanted("transfer")) Progress("transfer", run), RunTransfer(ctx);
   Progress("idle memory", run);
   RunIdleMemory(ctx, {{"after set-up", idle_start},
                       {"after cold start, warm exec, CLI and concurrency", idle_middle},

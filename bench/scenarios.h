@@ -22,6 +22,7 @@ void RunCliCommands(BenchContext& ctx);  // 200 × (shim: initialize + exec.run 
 void RunWarmExec(BenchContext& ctx);     // exec.run true in one session vs direct libcurl
 void RunStream(BenchContext& ctx);       // 256 MiB of stdout vs direct libcurl
 void RunFiles(BenchContext& ctx);        // 64 MiB files.write / files.read vs direct upload / download
+void RunTransfer(BenchContext& ctx);     // 256 MiB files.download / files.upload vs curl to and from disk
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run

@@ -65,6 +65,13 @@ int SendDescriptor(const std::string& socket_path, const std::string& token, int
     close(connection);
     return error;
   }
+  // The host's open file goes only to a bridge of the host's user.
+  ucred peer{};
+  socklen_t peer_size = sizeof peer;
+  if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0 || peer.uid != geteuid()) {
+    close(connection);
+    return EPERM;
+  }
   iovec io{const_cast<char*>(token.data()), token.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};

@@ -8,6 +8,7 @@
 // Start-up does nothing before the first line arrives: no connection, no config. The
 // shim has one thread throughout (session.h).
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,6 +26,27 @@
 namespace {
 
 constexpr char kShimName[] = "abx-opensandbox-shim";
+
+// A stop signal wakes the session's loop through this pipe (session.h, stop_fd).
+int g_stop_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_stop_signal = 0;
+
+void OnStopSignal(int signal_number) {
+  g_stop_signal = signal_number;
+  const char byte = 1;
+  (void)!write(g_stop_pipe[1], &byte, 1);
+}
+
+// SIGTERM, SIGINT and SIGHUP end the shim as before, once the new files of its downloads
+// are removed (files.transfer leaves nothing behind).
+void WatchStopSignals() {
+  if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) sigaction(signal_number, &action, nullptr);
+}
 
 int Usage(FILE* out) {
   std::fprintf(out,
@@ -63,6 +85,7 @@ int main(int argc, char** argv) {
 
   // A host that stops reading must not kill us mid-write; writes then fail with EPIPE.
   signal(SIGPIPE, SIG_IGN);
+  WatchStopSignals();
 
   abx::BridgeClient client(abx::BridgeClientOptions::FromEnvironment(abx::kBuildId));
   abx::ShimSession::Options options;
@@ -72,6 +95,12 @@ int main(int argc, char** argv) {
   // The session has written out stdout (or given up on it) before it calls on_exit or
   // returns; nothing else needs tearing down.
   options.on_exit = [] { _exit(0); };
+  options.stop_fd = g_stop_pipe[0];
+  options.on_stop = [] {
+    signal(g_stop_signal, SIG_DFL);
+    raise(g_stop_signal);
+    _exit(128 + g_stop_signal);
+  };
   abx::ShimSession session(&client, STDOUT_FILENO, std::move(options));
   const int code = session.Run(STDIN_FILENO);
   _exit(code);

@@ -120,9 +120,13 @@ int ShimSession::Run(int input_fd) {
     const bool read_input =
         input_open && output_pending <= kOutputLimitBytes &&
         (call_ == nullptr || call_->transport()->queued_send_bytes() <= kInputQueueBytes);
-    pollfd entries[3];
+    pollfd entries[4];
     nfds_t count = 0;
-    int bridge_index = -1, output_index = -1, input_index = -1;
+    int bridge_index = -1, output_index = -1, input_index = -1, stop_index = -1;
+    if (options_.stop_fd >= 0) {
+      stop_index = static_cast<int>(count);
+      entries[count++] = {options_.stop_fd, POLLIN, 0};
+    }
     if (call_ != nullptr) {
       bridge_index = static_cast<int>(count);
       entries[count++] = {call_->transport()->fd(), call_->transport()->poll_events(), 0};
@@ -143,6 +147,12 @@ int ShimSession::Run(int input_fd) {
     if (ready < 0) {
       if (errno == EINTR) continue;
       ShimLog(std::string("poll: ") + strerror(errno));
+      local_files_.DiscardAll();
+      return 1;
+    }
+    if (stop_index >= 0 && entries[stop_index].revents != 0) {
+      local_files_.DiscardAll();
+      if (options_.on_stop) options_.on_stop();
       return 1;
     }
     if (ready == 0 && input_open) {

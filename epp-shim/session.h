@@ -85,6 +85,11 @@ class ShimSession {
     std::function<ResolvedConfig()> resolve_config;
     std::string shim_version;
     std::string build_id;
+    // Readable once the process was asked to stop (SIGTERM, SIGINT, SIGHUP; main.cc):
+    // the new files of downloads are removed, then `on_stop` runs (it ends the process
+    // by the same signal). -1: none.
+    int stop_fd = -1;
+    std::function<void()> on_stop;
   };
 
   // Past this much unwritten stdout, the bridge's send window is held (see above).

@@ -100,9 +100,12 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   int exit_code = -1;
   CancelToken uncancellable;
   const std::string quoted = ShellQuote(path);
+  // execd takes a mode of 0 for "its default": a file meant to have none gets it here.
+  const std::string no_permissions = mode && *mode == 0 ? "chmod 0 -- " + ShellQuote(part) + " && " : "";
   auto moved = RunSandboxScript(execd,
                                 "if [ -d " + quoted + " ]; then echo " + ShellQuote(path + " is a directory") +
-                                    "; exit 1; fi\nmv -f -- " + ShellQuote(part) + " " + quoted + " 2>&1",
+                                    "; exit 1; fi\n" + no_permissions + "mv -f -- " + ShellQuote(part) + " " +
+                                    quoted + " 2>&1",
                                 &exit_code, &uncancellable);
   if (!moved.ok() || exit_code != 0) {
     remove_part();

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <memory>
 #include <thread>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -57,6 +58,15 @@ int Serve(const ServeOptions& options) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // The bridge writes the hosts' downloads (files.transfer) and inherits the limits of
+  // whichever shim started it. A file-size limit is the host's, and its shim checks it;
+  // here a write past the limit would kill the daemon and every session with it, so the
+  // limit is raised as far as allowed and a write past it fails (EFBIG, E8008) instead.
+  std::signal(SIGXFSZ, SIG_IGN);
+  if (rlimit fsize; getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != fsize.rlim_max) {
+    fsize.rlim_cur = fsize.rlim_max;
+    setrlimit(RLIMIT_FSIZE, &fsize);
+  }
 
   std::string error;
   std::unique_ptr<UnixListener> listener = UnixListener::FromSystemd(&error);
@@ -109,6 +119,13 @@ int Serve(const ServeOptions& options) {
     return 1;
   }
 
+  // The shims' local files come in beside gRPC (descriptor_intake.h); bound here, while
+  // the bridge has one thread (Bind sets the process's umask for a moment). Without this
+  // socket the bridge still serves; files.download and files.upload then answer E8004.
+  std::unique_ptr<UnixListener> descriptor_listener =
+      UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
+  if (!descriptor_listener) log::Error("bridge.descriptor_socket", {{"error", error}});
+
   auto core = core::BridgeCore::Create();
   if (!core.ok()) {
     log::Error("bridge.core", {{"error", core.error().message}});
@@ -121,15 +138,7 @@ int Serve(const ServeOptions& options) {
     request_pool.ReleaseIdle();
     allocator::ReleaseFreeMemory();
   });
-  // The shims' local files come in beside gRPC (descriptor_intake.h). Without this
-  // socket the bridge still serves; files.download and files.upload then fail (E8001).
-  std::unique_ptr<UnixListener> descriptor_listener =
-      UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
-  if (descriptor_listener) {
-    state.set_descriptor_socket(descriptor_listener->path());
-  } else {
-    log::Error("bridge.descriptor_socket", {{"error", error}});
-  }
+  if (descriptor_listener) state.set_descriptor_socket(descriptor_listener->path());
   api::BridgeService bridge_service(&state);
   api::EppSessionService epp_service(&state);
   api::TypedServices typed_services(

@@ -44,6 +44,7 @@ class Progress {
   }
   void Finish(int64_t total) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (last_bytes_ == total) return;  // the last one sent already says so
     if (sent_any_) std::this_thread::sleep_until(last_ + kProgressInterval);
     Send(total, total);
   }
@@ -53,12 +54,14 @@ class Progress {
     req_->Notify("$/progress", "{\"id\":" + req_->id_json() + ",\"bytes\":" + std::to_string(bytes) +
                                    ",\"total\":" + std::to_string(total) + "}");
     last_ = Clock::now();
+    last_bytes_ = bytes;
     sent_any_ = true;
   }
 
   Request* const req_;
   std::mutex mu_;
   Clock::time_point last_;
+  int64_t last_bytes_ = -1;
   bool sent_any_ = false;
 };
 
@@ -106,6 +109,8 @@ class LocalFileSink : public core::DownloadSink {
  public:
   LocalFileSink(Request* req, std::string local_path, bool overwrite)
       : req_(req), local_path_(std::move(local_path)), overwrite_(overwrite), token_(core::RandomHex(32)) {}
+  // A download that did not end in a commit the shim confirmed ends in a discard: the
+  // shim removes the new file if it still has it (after a rename, it no longer does).
   ~LocalFileSink() override {
     CloseDescriptor();
     if (opened_ && !committed_) {
@@ -152,13 +157,15 @@ class LocalFileSink : public core::DownloadSink {
     commit.kind = LocalFileRequest::Kind::kCommit;
     commit.token = token_;
     commit.size = file.size;
-    commit.mode = static_cast<uint32_t>(core::ParseOctalMode(file.mode).value_or(0644));
+    // The permission bits only: a set-user-ID file of the sandbox is not one on the host
+    // (as cp does without -p).
+    commit.mode = static_cast<uint32_t>(core::ParseOctalMode(file.mode).value_or(0644)) & 0777;
     if (auto millis = ParseRfc3339Millis(file.modified_at)) commit.mtime_unix_ns = *millis * 1000000;
     // The shim answers a failed commit after removing the new file itself. A rename is
     // not cancelled half way: once asked for, the answer says what became of it.
-    committed_ = true;
     CancelToken uncancelled;
     ABX_ASSIGN_OR_RETURN(LocalFileReply reply, Ask(*req_, commit, &uncancelled));
+    committed_ = true;
     return OkStatus();
   }
 
@@ -183,6 +190,7 @@ class LocalFileSink : public core::DownloadSink {
 }  // namespace
 
 Result<std::string> FilesDownload(Request& req) {
+  if (Status can = req.session().sink().CanReachLocalFiles(); !can.ok()) return can.error();
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RemotePath(p));
@@ -203,6 +211,7 @@ Result<std::string> FilesDownload(Request& req) {
 }
 
 Result<std::string> FilesUpload(Request& req) {
+  if (Status can = req.session().sink().CanReachLocalFiles(); !can.ok()) return can.error();
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string local_path, AbsoluteLocalPath(p));
@@ -230,7 +239,7 @@ Result<std::string> FilesUpload(Request& req) {
   DescriptorFeed feed(opened->fd, size, [&](int64_t bytes) { progress.Update(bytes, size); });
   feed.Start();
   core::Transfers transfers(req.session().upstream().get(), &req.session().config());
-  auto uploaded = transfers.Upload(id, path, mode ? mode : std::optional<int>(opened->mode & 07777), feed.body(),
+  auto uploaded = transfers.Upload(id, path, mode ? mode : std::optional<int>(opened->mode & 0777), feed.body(),
                                    [size] { return size; }, &req.cancel());
   // The local side's error says more than the cut body it caused.
   if (Status read = feed.Finish(); !read.ok()) return read.error();

@@ -107,6 +107,10 @@ Result<LocalFileReply> LineSink::AskShim(const LocalFileRequest& /*request*/, Ca
   return MakeError(ErrorCode::kUnsupported, "this session has no shim to open local files");
 }
 
+Status LineSink::CanReachLocalFiles() {
+  return MakeError(ErrorCode::kUnsupported, "this session has no shim to open local files");
+}
+
 Session::Session(core::BridgeCore* core, TaskRunner* pool, SessionOrigin origin,
                  LineSink* sink)
     : core_(core), pool_(pool), origin_(std::move(origin)), sink_(sink) {

@@ -42,6 +42,9 @@ class LineSink {
   virtual Result<LocalFileReply> AskShim(const LocalFileRequest& request, CancelToken* cancel);
   // The same without an answer (a discard).
   virtual void TellShim(const LocalFileRequest& /*request*/) {}
+  // Whether AskShim can work at all; else the E8004 a transfer answers before anything
+  // is sent upstream.
+  virtual Status CanReachLocalFiles();
 };
 
 struct SessionOrigin {

@@ -52,6 +52,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<SessionInput, Sessio
   }
 
   Result<epp::LocalFileReply> AskShim(const epp::LocalFileRequest& request, CancelToken* cancel) override;
+  Status CanReachLocalFiles() override {
+    if (!state_->descriptor_socket().empty()) return OkStatus();
+    return MakeError(ErrorCode::kUnsupported,
+                     "this bridge has no descriptor socket for local files (see bridge.descriptor_socket in its log)");
+  }
   void TellShim(const epp::LocalFileRequest& request) override {
     SessionOutput out;
     ToProto(request, out.mutable_local_file());
@@ -133,9 +138,8 @@ void SessionReactor::ToProto(const epp::LocalFileRequest& request, LocalFileRequ
 Result<epp::LocalFileReply> SessionReactor::AskShim(const epp::LocalFileRequest& request, CancelToken* cancel) {
   const bool opens = request.kind == epp::LocalFileRequest::Kind::kOpenForDownload ||
                      request.kind == epp::LocalFileRequest::Kind::kOpenForUpload;
-  if (opens && state_->descriptor_socket().empty()) {
-    return MakeError(ErrorCode::kNotInitialized,
-                     "the bridge has no descriptor socket for local files; see its log (bridge.descriptor_socket)");
+  if (opens) {
+    if (Status can = CanReachLocalFiles(); !can.ok()) return can.error();
   }
   {
     std::lock_guard<std::mutex> lock(replies_mu_);

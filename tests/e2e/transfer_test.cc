@@ -552,6 +552,37 @@ TEST_F(TransferTest, TheHostsNamespaceLimitsAndDisk) {
   ExpectOnly({"private"}, {"back.bin", "data.bin"});
 }
 
+// A bridge inherits the limits of the shim that started it. One started under a hard
+// file-size limit cannot raise it: a larger download from another host's shim fails
+// with E8008 there (the write's EFBIG) instead of ending the bridge (SIGXFSZ), and
+// leaves nothing behind.
+TEST_F(TransferTest, ABridgeStartedUnderAFileSizeLimitFailsCleanly) {
+  WriteAll(RemoteOnHost("data.bin"), RandomBytes(3 << 20, 11));
+  StopBridge();
+  EppSession* starter = StartShimUnder({"/usr/bin/prlimit", "--fsize=1048576:1048576"});
+  ASSERT_NE(starter, nullptr);
+  ASSERT_NE(starter->Initialize(), nullptr);
+  const std::optional<pid_t> bridge = BridgePid();
+  ASSERT_TRUE(bridge.has_value());
+  EppSession* host = StartInitializedShim();
+  ASSERT_NE(host, nullptr);
+  MessagePtr failed = host->Request("files.download", JsonObject()
+                                                          .Str("sandbox_id", sandbox_)
+                                                          .Str("path", Remote("data.bin"))
+                                                          .Str("local_path", Local("data.bin"))
+                                                          .str(),
+                                    Millis(20000));
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->EppCode(), "E8008") << failed->raw;
+  EXPECT_EQ(GetString(failed->error(), "data.errno"), "EFBIG") << failed->raw;
+  EXPECT_EQ(GetString(failed->error(), "data.field"), "local_path") << failed->raw;
+  ExpectOnly({}, {"data.bin"});
+  EXPECT_EQ(BridgePid(), bridge) << "the bridge went on";
+  MessagePtr after = host->Request("files.stat", JsonObject().Str("sandbox_id", sandbox_).Str("path", Remote("data.bin")).str());
+  ASSERT_NE(after, nullptr);
+  EXPECT_FALSE(after->IsError()) << after->raw;
+}
+
 // A file of 2 GiB, generated, down and back up: no size limit, nothing held whole (the
 // bridge's and the shim's RSS stay small: bench/scenario_transfer.cc measures them).
 TEST_F(TransferTest, TwoGibibytesDownAndBackUp) {

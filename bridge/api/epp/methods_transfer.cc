@@ -33,13 +33,21 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 // $/progress {"id","bytes","total"} for one transfer: at most one per kProgressInterval,
 // and Finish sends the last, with bytes equal to total, before the response. Called
 // from the thread that moves the bytes (the request's, or an upload's reader).
+//
+// The last one must not come sooner than kProgressInterval after the one before it, so
+// a notification shortly before the end would hold the answer back. Update therefore
+// skips one when, at the rate so far, the rest of the bytes take less than an interval.
 class Progress {
  public:
-  explicit Progress(Request* req) : req_(req), last_(Clock::now()) {}
+  explicit Progress(Request* req) : req_(req), start_(Clock::now()), last_(start_) {}
 
   void Update(int64_t bytes, int64_t total) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Clock::now() - last_ < kProgressInterval) return;
+    const Clock::time_point now = Clock::now();
+    if (now - last_ < kProgressInterval || bytes <= 0) return;
+    const auto elapsed = now - start_;
+    const auto rest = elapsed * static_cast<double>(total - bytes) / static_cast<double>(bytes);
+    if (rest < kProgressInterval) return;
     Send(bytes, total);
   }
   void Finish(int64_t total) {
@@ -60,6 +68,7 @@ class Progress {
 
   Request* const req_;
   std::mutex mu_;
+  const Clock::time_point start_;
   Clock::time_point last_;
   int64_t last_bytes_ = -1;
   bool sent_any_ = false;

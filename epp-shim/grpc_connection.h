@@ -92,6 +92,8 @@ class GrpcConnection {
   // Resets the call (RST_STREAM CANCEL); the observer hears CANCELLED with `why`.
   void Cancel(const std::string& why);
   bool call_open() const { return observer_ != nullptr && !call_ended_; }
+  // CloseSend() was called: nothing more reaches the bridge on this call.
+  bool send_closed() const { return send_closed_; }
   // Message bytes queued and not yet taken by HTTP/2 (the bridge's window was full).
   size_t queued_send_bytes() const { return queued_bytes_; }
 

@@ -100,7 +100,11 @@ std::string DirectoryOf(const std::string& path) {
 
 }  // namespace
 
+volatile sig_atomic_t LocalFiles::open_downloads = 0;
+
 LocalFiles::LocalFiles() : umask_(CurrentUmask()) {}
+
+void LocalFiles::CountOpenDownloads() { open_downloads = static_cast<sig_atomic_t>(downloads_.size()); }
 
 LocalFiles::~LocalFiles() { DiscardAll(); }
 
@@ -148,8 +152,15 @@ LocalFileReplyMessage LocalFiles::OpenForDownload(const LocalFileRequestMessage&
   download.target = target;
   download.overwrite = request.overwrite;
   download.temp_path = target.substr(0, slash + 1) + "." + name + ".abx-" + RandomSuffix() + ".part";
+  // Counted before it exists, so that a stop signal from here on leaves its removal to
+  // the loop (main.cc).
+  open_downloads = static_cast<sig_atomic_t>(downloads_.size() + 1);
   download.fd = open(download.temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (download.fd < 0) return Failed(token, errno, "cannot create a file in " + DirectoryOf(target));
+  if (download.fd < 0) {
+    const int error = errno;
+    CountOpenDownloads();
+    return Failed(token, error, "cannot create a file in " + DirectoryOf(target));
+  }
   // Room for the whole file now, so that a full disk fails before a byte moves.
   // Filesystems without fallocate (EOPNOTSUPP) find out as the bytes come.
   if (request.size > 0 && fallocate(download.fd, FALLOC_FL_KEEP_SIZE, 0, request.size) != 0 &&
@@ -157,17 +168,20 @@ LocalFileReplyMessage LocalFiles::OpenForDownload(const LocalFileRequestMessage&
     const int error = errno;
     close(download.fd);
     unlink(download.temp_path.c_str());
+    CountOpenDownloads();
     return Failed(token, error, "no room for " + std::to_string(request.size) + " bytes in " + DirectoryOf(target));
   }
   if (const int error = SendDescriptor(request.descriptor_socket, token, download.fd); error != 0) {
     close(download.fd);
     unlink(download.temp_path.c_str());
+    CountOpenDownloads();
     return Failed(token, error, "cannot hand the new file to the bridge at " + request.descriptor_socket);
   }
   LocalFileReplyMessage reply;
   reply.token = token;
   reply.local_path = target;
   downloads_[token] = std::move(download);
+  CountOpenDownloads();
   return reply;
 }
 
@@ -201,11 +215,13 @@ LocalFileReplyMessage LocalFiles::OpenForUpload(const LocalFileRequestMessage& r
 LocalFileReplyMessage LocalFiles::Commit(const LocalFileRequestMessage& request) {
   auto found = downloads_.find(request.token);
   if (found == downloads_.end()) return Failed(request.token, EINVAL, "no download under this token");
+  // Counted as open (for a stop signal's handler) until renamed or removed.
   Download download = std::move(found->second);
   downloads_.erase(found);
   auto fail = [&](int error, const std::string& what) {
     close(download.fd);
     unlink(download.temp_path.c_str());
+    CountOpenDownloads();
     return Failed(request.token, error, what);
   };
   struct stat seen;
@@ -236,6 +252,7 @@ LocalFileReplyMessage LocalFiles::Commit(const LocalFileRequestMessage& request)
     unlink(from);
   }
   close(download.fd);
+  CountOpenDownloads();
   LocalFileReplyMessage reply;
   reply.token = request.token;
   reply.local_path = download.target;
@@ -248,6 +265,7 @@ void LocalFiles::Discard(const std::string& token) {
   close(found->second.fd);
   unlink(found->second.temp_path.c_str());
   downloads_.erase(found);
+  CountOpenDownloads();
 }
 
 void LocalFiles::DiscardAll() {
@@ -256,6 +274,7 @@ void LocalFiles::DiscardAll() {
     unlink(download.temp_path.c_str());
   }
   downloads_.clear();
+  CountOpenDownloads();
 }
 
 }  // namespace abx

@@ -13,6 +13,7 @@
 // Errors are answered with the errno's name and a sentence; the bridge makes them the
 // host's error (E8005, E8007, E8008, each naming local_path).
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <map>
@@ -36,6 +37,10 @@ class LocalFiles {
   void DiscardAll();
   size_t pending() const { return downloads_.size(); }
 
+  // New files not yet renamed, in every LocalFiles of the process: what a stop signal's
+  // handler reads (main.cc) to know whether it must leave their removal to the loop.
+  static volatile sig_atomic_t open_downloads;
+
  private:
   struct Download {
     int fd = -1;
@@ -48,6 +53,7 @@ class LocalFiles {
   LocalFileReplyMessage OpenForUpload(const LocalFileRequestMessage& request);
   LocalFileReplyMessage Commit(const LocalFileRequestMessage& request);
   void Discard(const std::string& token);
+  void CountOpenDownloads();
 
   const mode_t umask_;
   std::map<std::string, Download> downloads_;  // by token, opened and not yet renamed

@@ -8,6 +8,7 @@
 // Start-up does nothing before the first line arrives: no connection, no config. The
 // shim has one thread throughout (session.h).
 
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include "common/version.h"
 #include "epp-shim/bridge_client.h"
 #include "epp-shim/config_resolver.h"
+#include "epp-shim/local_files.h"
 #include "epp-shim/session.h"
 
 namespace {
@@ -31,21 +33,34 @@ constexpr char kShimName[] = "abx-opensandbox-shim";
 int g_stop_pipe[2] = {-1, -1};
 volatile sig_atomic_t g_stop_signal = 0;
 
+// With no new file of a download to remove, the signal does what it always did, at
+// once (the loop may be busy starting the bridge); else the loop removes them first.
 void OnStopSignal(int signal_number) {
+  const int saved_errno = errno;
+  if (abx::LocalFiles::open_downloads == 0) {
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+  }
   g_stop_signal = signal_number;
   const char byte = 1;
   (void)!write(g_stop_pipe[1], &byte, 1);
+  errno = saved_errno;
 }
 
 // SIGTERM, SIGINT and SIGHUP end the shim as before, once the new files of its downloads
-// are removed (files.transfer leaves nothing behind).
+// are removed (files.transfer leaves nothing behind). One ignored when the shim started
+// (nohup, a background job) stays ignored.
 void WatchStopSignals() {
   if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
   struct sigaction action = {};
   action.sa_handler = OnStopSignal;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) sigaction(signal_number, &action, nullptr);
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction before = {};
+    if (sigaction(signal_number, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+    sigaction(signal_number, &action, nullptr);
+  }
 }
 
 int Usage(FILE* out) {
@@ -97,9 +112,10 @@ int main(int argc, char** argv) {
   options.on_exit = [] { _exit(0); };
   options.stop_fd = g_stop_pipe[0];
   options.on_stop = [] {
-    signal(g_stop_signal, SIG_DFL);
-    raise(g_stop_signal);
-    _exit(128 + g_stop_signal);
+    const int signal_number = g_stop_signal;
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+    _exit(128 + signal_number);
   };
   abx::ShimSession session(&client, STDOUT_FILENO, std::move(options));
   const int code = session.Run(STDIN_FILENO);

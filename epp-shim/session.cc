@@ -54,7 +54,12 @@ class ShimSession::Call final : public GrpcCallObserver {
         transport()->Cancel("the bridge sent a malformed LocalFileRequest");
         return;
       }
-      // Answered on this call; after a half-close the bridge no longer waits for it.
+      // After the half-close no answer reaches the bridge, which has cancelled the
+      // transfer: a commit then is a discard, so the answer the host gets (cancelled)
+      // stays true.
+      if (request.kind == LocalFileRequestMessage::kCommit && transport()->send_closed()) {
+        request.kind = LocalFileRequestMessage::kDiscard;
+      }
       if (auto reply = session_->local_files_.Handle(request)) {
         transport()->SendMessage(EncodeLocalFileReply(*reply));
       }

@@ -104,8 +104,8 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   const std::string no_permissions = mode && *mode == 0 ? "chmod 0 -- " + ShellQuote(part) + " && " : "";
   auto moved = RunSandboxScript(execd,
                                 "if [ -d " + quoted + " ]; then echo " + ShellQuote(path + " is a directory") +
-                                    "; exit 1; fi\n" + no_permissions + "mv -f -- " + ShellQuote(part) + " " +
-                                    quoted + " 2>&1",
+                                    "; exit 1; fi\n{ " + no_permissions + "mv -f -- " + ShellQuote(part) + " " +
+                                    quoted + "; } 2>&1",
                                 &exit_code, &uncancellable);
   if (!moved.ok() || exit_code != 0) {
     remove_part();

@@ -63,9 +63,13 @@ int Serve(const ServeOptions& options) {
   // here a write past the limit would kill the daemon and every session with it, so the
   // limit is raised as far as allowed and a write past it fails (EFBIG, E8008) instead.
   std::signal(SIGXFSZ, SIG_IGN);
-  if (rlimit fsize; getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != fsize.rlim_max) {
+  if (rlimit fsize; getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
     fsize.rlim_cur = fsize.rlim_max;
-    setrlimit(RLIMIT_FSIZE, &fsize);
+    if (setrlimit(RLIMIT_FSIZE, &fsize) != 0 || fsize.rlim_max != RLIM_INFINITY) {
+      log::Warn("bridge.file_size_limit",
+                {{"detail", "started under a file-size limit it cannot lift: downloads past " +
+                                std::to_string(fsize.rlim_max) + " bytes fail with E8008 (EFBIG)"}});
+    }
   }
 
   std::string error;

@@ -132,6 +132,8 @@ class TransferTest : public FilesFixture {
     for (const MessagePtr& note : shim->NotificationsByMethod("$/progress")) {
       if (ToJson(*Find(note->params(), "id")) != ToJson(response->id())) continue;
       if (count == 0) first_at = note->received;
+      // Sent 100 ms apart at least; received so give or take the pipe's timing.
+      if (count > 0) EXPECT_GE(note->received - last_at, Millis(20)) << "two progress notifications in a row";
       last_at = note->received;
       ++count;
       EXPECT_LT(note->index, response->index) << "a progress after the response";
@@ -147,6 +149,17 @@ class TransferTest : public FilesFixture {
     if (count > 1) {
       EXPECT_LE(static_cast<int64_t>(count - 2) * 100, spread_ms) << count;
     }
+  }
+  // Waits for the first $/progress of request `id`: its file is open, its bytes move.
+  bool WaitProgress(EppSession* shim, int64_t id) {
+    const auto deadline = Clock::now() + Millis(10000);
+    while (Clock::now() < deadline) {
+      for (const MessagePtr& note : shim->NotificationsByMethod("$/progress")) {
+        if (GetInt(note->params(), "id", -1) == id) return true;
+      }
+      std::this_thread::sleep_for(Millis(10));
+    }
+    return false;
   }
   size_t ProgressCount(EppSession* shim, const MessagePtr& response) {
     size_t count = 0;
@@ -187,7 +200,9 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   EXPECT_TRUE(ReadAll(Local("copy.bin")) == bytes);
   struct stat seen;
   ASSERT_EQ(stat(Local("copy.bin").c_str(), &seen), 0);
-  // The remote 04666 less the umask, and never set-user-ID on the host.
+  // The remote 0666 less the shim's umask (the fake reports a mode's rwx bits only, so
+  // the set-user-ID bit written here never reaches the bridge; the bridge masks it off
+  // all the same).
   EXPECT_EQ(seen.st_mode & 07777, 0640u);
   EXPECT_EQ(seen.st_mtim.tv_sec, 1700000000);
   EXPECT_EQ(seen.st_mtim.tv_nsec, 250000000);
@@ -268,12 +283,13 @@ TEST_F(TransferTest, AFileThatChangesOrATargetThatAppearsIsRefused) {
 
   // Without overwrite, a target that appears while the bytes move is not replaced.
   ASSERT_TRUE(fake().ClearFaults());
-  ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":250})"));
+  ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":1000})"));  // 2 s for the bytes
   const int64_t id = shim_->SendRequest(
       "files.download",
       JsonObject().Str("sandbox_id", sandbox_).Str("path", Remote("grows.bin")).Str("local_path", Local("t")).str());
   const auto deadline = Clock::now() + Millis(10000);
   while (Clock::now() < deadline && Entries(local_).empty()) std::this_thread::sleep_for(Millis(20));
+  ASSERT_EQ(Entries(local_).size(), 1u) << "the new file beside the target, while the bytes move";
   WriteAll(Local("t"), "appeared meanwhile\n");
   MessagePtr refused = shim_->WaitResponse(id, Millis(20000));
   ASSERT_NE(refused, nullptr);
@@ -322,6 +338,7 @@ TEST_F(TransferTest, CancelledDownloadsLeaveNothing) {
   EXPECT_EQ(cancelled->EppCode(), "E8009") << cancelled->raw;
 
   // While the bytes move: 8 MiB at 250 ms each.
+  ASSERT_TRUE(fake().ClearFaults());
   ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":250})"));
   const int64_t moving = shim_->SendRequest(
       "files.download",
@@ -425,7 +442,7 @@ TEST_F(TransferTest, AnUploadSendsTheSizeSeenAtOpen) {
     const int64_t id = shim_->SendRequest(
         "files.upload",
         JsonObject().Str("sandbox_id", sandbox_).Str("local_path", Local("up.bin")).Str("path", Remote(remote)).str());
-    std::this_thread::sleep_for(Millis(300));
+    EXPECT_TRUE(WaitProgress(shim_, id)) << "no progress: the file was not opened in time";
     return id;
   };
   // It grows meanwhile: what it held at open is sent.
@@ -477,6 +494,22 @@ TEST_F(TransferTest, FailedAndCancelledUploadsLeaveTheOldFile) {
       Call("files.upload", JsonObject().Str("local_path", Local("up.bin")).Str("path", Remote("target.bin")));
   ASSERT_NE(failed, nullptr);
   ASSERT_TRUE(failed->IsError()) << failed->raw;
+  EXPECT_EQ(ReadAll(RemoteOnHost("target.bin")), "the old file\n");
+  ExpectOnly({"up.bin"}, {"target.bin"});
+
+  // Cancelled before a byte moves: execd is slow to make the parent directory.
+  ASSERT_TRUE(fake().ClearFaults());
+  ASSERT_TRUE(fake().SetFaults(R"({"latency_ms":1500})"));
+  const int64_t early = shim_->SendRequest(
+      "files.upload",
+      JsonObject().Str("sandbox_id", sandbox_).Str("local_path", Local("up.bin")).Str("path", Remote("target.bin")).str());
+  std::this_thread::sleep_for(Millis(300));
+  shim_->Notify("$/cancel", "{\"id\":" + std::to_string(early) + "}");
+  MessagePtr stopped_early = shim_->WaitResponse(early, Millis(20000));
+  ASSERT_NE(stopped_early, nullptr);
+  EXPECT_EQ(stopped_early->EppCode(), "E8009") << stopped_early->raw;
+  ASSERT_TRUE(fake().ClearFaults());
+  std::this_thread::sleep_for(Millis(1500));  // the slow answer is over
   EXPECT_EQ(ReadAll(RemoteOnHost("target.bin")), "the old file\n");
   ExpectOnly({"up.bin"}, {"target.bin"});
 
@@ -581,6 +614,19 @@ TEST_F(TransferTest, ABridgeStartedUnderAFileSizeLimitFailsCleanly) {
   MessagePtr after = host->Request("files.stat", JsonObject().Str("sandbox_id", sandbox_).Str("path", Remote("data.bin")).str());
   ASSERT_NE(after, nullptr);
   EXPECT_FALSE(after->IsError()) << after->raw;
+}
+
+// The shim catches SIGHUP, SIGINT and SIGTERM to remove its new files first, but one
+// that was ignored when it started (nohup, a background job) stays ignored.
+TEST_F(TransferTest, ASignalIgnoredAtStartStaysIgnored) {
+  EppSession* shim = StartShimUnder({"/bin/sh", "-c", "trap '' HUP; exec \"$1\"", "sh"});
+  ASSERT_NE(shim, nullptr);
+  ASSERT_NE(shim->Initialize(), nullptr);
+  ASSERT_EQ(kill(shim->pid(), SIGHUP), 0);  // sh exec'd the shim: the same pid
+  std::this_thread::sleep_for(Millis(200));
+  MessagePtr alive = shim->Request("provider.info", "{}");
+  ASSERT_NE(alive, nullptr) << "the shim died of an ignored SIGHUP";
+  EXPECT_FALSE(alive->IsError()) << alive->raw;
 }
 
 // A file of 2 GiB, generated, down and back up: no size limit, nothing held whole (the

@@ -167,9 +167,16 @@ Result<epp::LocalFileReply> SessionReactor::AskShim(const epp::LocalFileRequest&
   {
     std::unique_lock<std::mutex> lock(replies_mu_);
     auto slot = replies_.find(request.token);
-    // Bounded so that a shim that never answers cannot hold a request thread for ever.
-    replies_cv_.wait_for(lock, kShimAnswerTimeout,
-                         [&] { return slot->second.has_value() || replies_ended_ || cancel->cancelled(); });
+    auto answered = [&] { return slot->second.has_value() || replies_ended_ || cancel->cancelled(); };
+    if (request.kind == epp::LocalFileRequest::Kind::kCommit) {
+      // A commit's answer says whether the file is in place, so it is awaited until it
+      // comes or the shim's input ends (after which the shim turns a commit into a
+      // discard): a host that stops reading stdout delays the request, not its truth.
+      replies_cv_.wait(lock, answered);
+    } else {
+      // Bounded so that a shim that never answers cannot hold a request thread for ever.
+      replies_cv_.wait_for(lock, kShimAnswerTimeout, answered);
+    }
     reply = std::move(slot->second);
     ended = replies_ended_;
     replies_.erase(slot);

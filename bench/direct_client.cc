@@ -93,8 +93,8 @@ HttpResult DirectClient::PostStreaming(const std::string& url, const std::string
   return Perform("POST", url, &body, headers, &on_data, nullptr);
 }
 
-HttpResult DirectClient::Upload(const std::string& execd_base, const std::string& path,
-                                std::string_view data) {
+HttpResult DirectClient::PostUploadForm(const std::string& execd_base, const std::string& path,
+                                        const std::function<void(void* file_part)>& fill) {
   CURL* curl = static_cast<CURL*>(curl_);
   curl_mime* mime = curl_mime_init(curl);
   curl_mimepart* meta = curl_mime_addpart(mime);
@@ -105,32 +105,26 @@ HttpResult DirectClient::Upload(const std::string& execd_base, const std::string
   curl_mime_data(meta, metadata.data(), metadata.size());
   curl_mimepart* file = curl_mime_addpart(mime);
   curl_mime_name(file, "file");
-  curl_mime_filename(file, "data");
+  fill(file);
+  curl_mime_filename(file, "data");  // after fill: curl_mime_filedata names the part too
   curl_mime_type(file, "application/octet-stream");
-  curl_mime_data(file, data.data(), data.size());
   HttpResult result = Perform("POST", execd_base + "/files/upload", nullptr, {}, nullptr, mime);
   curl_mime_free(mime);
   return result;
 }
 
+HttpResult DirectClient::Upload(const std::string& execd_base, const std::string& path,
+                                std::string_view data) {
+  return PostUploadForm(execd_base, path, [&](void* part) {
+    curl_mime_data(static_cast<curl_mimepart*>(part), data.data(), data.size());
+  });
+}
+
 HttpResult DirectClient::UploadFile(const std::string& execd_base, const std::string& path,
                                     const std::string& local_path) {
-  CURL* curl = static_cast<CURL*>(curl_);
-  curl_mime* mime = curl_mime_init(curl);
-  curl_mimepart* meta = curl_mime_addpart(mime);
-  const std::string metadata = "{\"path\":\"" + path + "\"}";  // bench paths need no escaping
-  curl_mime_name(meta, "metadata");
-  curl_mime_filename(meta, "metadata");
-  curl_mime_type(meta, "application/json");
-  curl_mime_data(meta, metadata.data(), metadata.size());
-  curl_mimepart* file = curl_mime_addpart(mime);
-  curl_mime_name(file, "file");
-  curl_mime_filedata(file, local_path.c_str());
-  curl_mime_filename(file, "data");
-  curl_mime_type(file, "application/octet-stream");
-  HttpResult result = Perform("POST", execd_base + "/files/upload", nullptr, {}, nullptr, mime);
-  curl_mime_free(mime);
-  return result;
+  return PostUploadForm(execd_base, path, [&](void* part) {
+    curl_mime_filedata(static_cast<curl_mimepart*>(part), local_path.c_str());
+  });
 }
 
 HttpResult DirectClient::GetToFile(const std::string& url, const std::vector<std::string>& headers, int fd) {

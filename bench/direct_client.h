@@ -49,6 +49,10 @@ class DirectClient {
   HttpResult GetToFile(const std::string& url, const std::vector<std::string>& headers, int fd);
 
  private:
+  // execd's form: the metadata part naming `path`, then the file part `fill` gives its
+  // content (a curl_mimepart*).
+  HttpResult PostUploadForm(const std::string& execd_base, const std::string& path,
+                            const std::function<void(void* file_part)>& fill);
   HttpResult Perform(const std::string& method, const std::string& url, const std::string* body,
                      const std::vector<std::string>& headers,
                      const std::function<void(const char*, size_t)>* on_data, void* mime,

@@ -112,8 +112,8 @@ Result<LocalFileReply> Ask(Request& req, const LocalFileRequest& request, Cancel
   return reply;
 }
 
-// A download's bytes into the new file the shim made beside the target. Whatever does
-// not end in Commit ends in a discard: the new file goes, the target stays as it was.
+// A download's bytes into the new file the shim made beside the target, which the
+// shim renames onto the target at Commit.
 class LocalFileSink : public core::DownloadSink {
  public:
   LocalFileSink(Request* req, std::string local_path, bool overwrite)

@@ -7,19 +7,14 @@
 #include <string>
 #include <utility>
 
+#include "bridge/base/local_error.h"
+
 namespace abx {
 namespace {
 
 // One read: large enough that the thread wakes rarely, a quarter of the pipe.
 constexpr size_t kReadBytes = 256 << 10;
 
-Error ReadError(int error_number) {
-  Error e = MakeError(ErrorCode::kInvalidState,
-                      std::string("reading the local file failed: ") + strerror(error_number));
-  e.field = "local_path";
-  e.errno_name = strerrorname_np(error_number) ? strerrorname_np(error_number) : "EIO";
-  return e;
-}
 
 }  // namespace
 
@@ -62,7 +57,7 @@ void DescriptorFeed::Run() {
     const ssize_t got = pread(fd_, chunk.data(), chunk.size(), offset);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
-      status_ = ReadError(errno);
+      status_ = LocalFileError(errno, "reading the local file failed");
       pipe_->Abort();
       return;
     }

@@ -28,14 +28,6 @@ Result<std::string> Encoding(const Params& p) {
   return e;
 }
 
-Result<std::optional<int>> Mode(const Params& p, const char* key) {
-  ABX_ASSIGN_OR_RETURN(auto text, p.String(key));
-  if (!text) return std::optional<int>();
-  auto mode = core::ParseOctalMode(*text);
-  if (!mode) return InvalidParams(key, std::string(key) + " must be an octal string like \"0644\"");
-  return std::optional<int>(*mode);
-}
-
 std::string EntryJson(const core::FileEntry& e) {
   return "{\"path\":" + Quote(e.path) + ",\"name\":" + Quote(e.name) + ",\"type\":" +
          Quote(e.type) + ",\"size\":" + std::to_string(e.size) + ",\"mode\":" + Quote(e.mode) +
@@ -97,7 +89,7 @@ Result<std::string> FilesWrite(Request& req) {
   // Megabytes in a large write: read where the request holds it, decoded once.
   ABX_ASSIGN_OR_RETURN(std::string_view data, p.RequiredStringView("data"));
   ABX_ASSIGN_OR_RETURN(std::string encoding, Encoding(p));
-  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(p, "mode"));
+  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto append, p.Bool("append"));
   if (EarlyWrite* early = req.early_write()) {
     // Its upload started while the line arrived; used only when the whole line is the
@@ -150,7 +142,7 @@ Result<std::string> FilesMkdir(Request& req) {
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RequiredPath(p));
-  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(p, "mode"));
+  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto parents, p.Bool("parents"));
   Status st = FilesOf(req).Mkdir(id, path, mode, parents.value_or(true), &req.cancel());
   if (!st.ok()) return st.error();
@@ -191,7 +183,7 @@ Result<std::string> FilesChmod(Request& req) {
   Params p(req.params());
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RequiredPath(p));
-  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, Mode(p, "mode"));
+  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto owner, p.String("owner"));
   ABX_ASSIGN_OR_RETURN(auto group, p.String("group"));
   if (!mode && !owner && !group) {

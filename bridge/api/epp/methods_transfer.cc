@@ -16,6 +16,7 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/descriptor_feed.h"
 #include "bridge/base/json.h"
+#include "bridge/base/local_error.h"
 #include "bridge/base/time_util.h"
 #include "bridge/core/files.h"
 #include "bridge/core/random_hex.h"
@@ -74,22 +75,6 @@ class Progress {
   bool sent_any_ = false;
 };
 
-// A local error as the host sees it (docs/epp1.md "Local errors"), naming `local_path`.
-Error LocalError(const std::string& errno_name, const std::string& message) {
-  ErrorCode code = ErrorCode::kInvalidState;  // refused: EACCES, EPERM, EROFS, EEXIST, …
-  if (errno_name == "ENOENT" || errno_name == "ENOTDIR") code = ErrorCode::kNotFound;
-  if (errno_name == "ENOSPC" || errno_name == "EDQUOT" || errno_name == "EFBIG") code = ErrorCode::kTooLarge;
-  Error e = MakeError(code, message);
-  e.field = "local_path";
-  e.errno_name = errno_name;
-  return e;
-}
-
-Error WriteError(int error_number) {
-  const char* name = strerrorname_np(error_number);
-  return LocalError(name ? name : "EIO", std::string("writing the local file failed: ") + strerror(error_number));
-}
-
 Result<std::string> AbsoluteLocalPath(const Params& p) {
   ABX_ASSIGN_OR_RETURN(std::string path, p.RequiredString("local_path"));
   if (path.empty() || path[0] != '/') return InvalidParams("local_path", "local_path must be an absolute path");
@@ -107,7 +92,7 @@ Result<LocalFileReply> Ask(Request& req, const LocalFileRequest& request, Cancel
   ABX_ASSIGN_OR_RETURN(LocalFileReply reply, req.session().sink().AskShim(request, cancel));
   if (!reply.errno_name.empty()) {
     if (reply.fd >= 0) close(reply.fd);
-    return LocalError(reply.errno_name, reply.message);
+    return LocalFileError(reply.errno_name, reply.message);
   }
   return reply;
 }
@@ -151,7 +136,7 @@ class LocalFileSink : public core::DownloadSink {
     while (size > 0) {
       const ssize_t wrote = pwrite(fd_, data, size, offset);
       if (wrote < 0 && errno == EINTR) continue;
-      if (wrote < 0) return WriteError(errno);
+      if (wrote < 0) return LocalFileError(errno, "writing the local file failed");
       data += wrote;
       size -= static_cast<size_t>(wrote);
       offset += wrote;
@@ -225,12 +210,7 @@ Result<std::string> FilesUpload(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string local_path, AbsoluteLocalPath(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RemotePath(p));
-  ABX_ASSIGN_OR_RETURN(auto mode_text, p.String("mode"));
-  std::optional<int> mode;
-  if (mode_text) {
-    mode = core::ParseOctalMode(*mode_text);
-    if (!mode) return InvalidParams("mode", "mode must be an octal string like \"0644\"");
-  }
+  ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
 
   LocalFileRequest open;
   open.kind = LocalFileRequest::Kind::kOpenForUpload;

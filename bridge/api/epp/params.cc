@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "bridge/core/files.h"
+
 namespace abx::epp {
 namespace {
 
@@ -89,6 +91,14 @@ Result<std::optional<std::map<std::string, std::string>>> Params::StringMap(
         std::string(m.value.GetString(), m.value.GetStringLength());
   }
   return std::optional<std::map<std::string, std::string>>(std::move(out));
+}
+
+Result<std::optional<int>> OctalMode(const Params& params, const char* key) {
+  ABX_ASSIGN_OR_RETURN(auto text, params.String(key));
+  if (!text) return std::optional<int>();
+  auto mode = core::ParseOctalMode(*text);
+  if (!mode) return InvalidParams(key, std::string(key) + " must be an octal string like \"0644\"");
+  return std::optional<int>(*mode);
 }
 
 Result<std::string> SandboxId(const Params& params) {

@@ -35,6 +35,9 @@ class Params {
   const rapidjson::Value& object_;
 };
 
+// A permission mode given as an octal string ("0644", "644", "0o644"); nullopt when absent.
+Result<std::optional<int>> OctalMode(const Params& params, const char* key);
+
 // The sandbox id every sandbox-scoped method requires.
 Result<std::string> SandboxId(const Params& params);
 

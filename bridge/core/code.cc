@@ -217,7 +217,10 @@ Status CodeInterpreter::EnsureReady(opensandbox::ExecdClient& execd, const std::
       return OkStatus();
     }
     answered = answered || kernels->reached == Reached::kYes;
-    if (NowMillis() >= deadline) {
+    // An interpreter that already ran code for another language has registered its
+    // kernels: one missing now is missing (docs/mapping.md, code readiness).
+    const bool settled = kernels->reached == Reached::kYes && registry.AnyReady(sandbox_id);
+    if (NowMillis() >= deadline || settled) {
       if (answered) {
         return MakeError(ErrorCode::kInvalidState, "the code interpreter of sandbox " + sandbox_id +
                                                        " has no kernel for language " + language);
@@ -315,7 +318,8 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
   const std::string key = spec.context_id.empty() ? "default:" + language : spec.context_id;
   std::shared_ptr<RunQueue> queue = upstream_->code().Queue(spec.sandbox_id, key);
   {
-    Status st = queue->Enter(deadline, cancel);
+    ABX_ASSIGN_OR_RETURN(std::shared_ptr<RunPlace> place, PlaceIn(queue, spec.place));
+    Status st = place->Enter(deadline, cancel);
     if (!st.ok()) return st.error();
   }
   struct Turn {

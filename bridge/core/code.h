@@ -21,6 +21,7 @@
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/run_queue.h"
 
 namespace abx::core {
 
@@ -59,6 +60,9 @@ struct CodeRunSpec {
   std::string context_id;  // empty: the language's default context
   std::string language;    // empty: the context's own, else "python"
   std::optional<double> timeout_s;
+  // The context's place in line taken when the request arrived (run_queue.h); null:
+  // taken when the run starts.
+  std::shared_ptr<RunPlace> place;
 };
 
 class CodeInterpreter {

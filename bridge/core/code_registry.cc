@@ -21,6 +21,13 @@ void CodeRegistry::MarkReady(const std::string& sandbox_id, const std::string& l
   ready_.insert(Key(sandbox_id, language));
 }
 
+bool CodeRegistry::AnyReady(const std::string& sandbox_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string prefix = Key(sandbox_id, "");
+  auto it = ready_.lower_bound(prefix);
+  return it != ready_.end() && it->compare(0, prefix.size(), prefix) == 0;
+}
+
 std::shared_ptr<RunQueue> CodeRegistry::Queue(const std::string& sandbox_id, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& queue = queues_[Key(sandbox_id, key)];

@@ -18,6 +18,8 @@ class CodeRegistry {
  public:
   bool Ready(const std::string& sandbox_id, const std::string& language) const;
   void MarkReady(const std::string& sandbox_id, const std::string& language);
+  // Whether the sandbox's interpreter has answered for some language.
+  bool AnyReady(const std::string& sandbox_id) const;
   // The queue of a context (`key`: its id, or "default:<language>" for the language's
   // default context), made on first use.
   std::shared_ptr<RunQueue> Queue(const std::string& sandbox_id, const std::string& key);

@@ -73,12 +73,25 @@ void EndpointCache::Forget(const std::string& sandbox_id) {
   ErasePrefix(&endpoints_, sandbox_id + "|");
   ErasePrefix(&exec_tags_, sandbox_id + "|");  // their order entries go at the next rebuild
   execd_versions_.erase(sandbox_id);
+  execd_before_1019_.erase(sandbox_id);
   code_.ForgetReadiness(sandbox_id);
 }
 
 void EndpointCache::NoteExecdVersion(const std::string& sandbox_id, const std::string& version) {
   std::lock_guard<std::mutex> lock(mu_);
   execd_versions_[sandbox_id] = version;
+}
+
+std::optional<bool> EndpointCache::KnownBefore1019(const std::string& sandbox_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = execd_before_1019_.find(sandbox_id);
+  if (it == execd_before_1019_.end()) return std::nullopt;
+  return it->second;
+}
+
+void EndpointCache::NoteBefore1019(const std::string& sandbox_id, bool before) {
+  std::lock_guard<std::mutex> lock(mu_);
+  execd_before_1019_[sandbox_id] = before;
 }
 
 std::vector<EndpointCache::CachedEndpoint> EndpointCache::CachedEndpoints() const {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class EndpointCache {
 
   // What a probe learned of a sandbox's execd (provider.doctor), kept until Forget.
   void NoteExecdVersion(const std::string& sandbox_id, const std::string& version);
+  // Whether a sandbox's execd predates 1.0.19, as its behaviour showed (Files): nullopt
+  // until something found out; kept with the endpoint until Forget.
+  std::optional<bool> KnownBefore1019(const std::string& sandbox_id) const;
+  void NoteBefore1019(const std::string& sandbox_id, bool before);
 
   // One cached execd endpoint, for `abx-opensandbox-bridge sandboxes`. The headers stay
   // out: they may carry the execd access token or a server-issued credential.
@@ -82,6 +87,7 @@ class EndpointCache {
   mutable std::mutex mu_;
   std::map<std::string, CacheEntry> endpoints_;   // by sandbox id + access mode + token
   std::map<std::string, std::string> execd_versions_;  // by sandbox id
+  std::map<std::string, bool> execd_before_1019_;      // by sandbox id
   std::map<std::string, std::string> exec_tags_;   // sandbox id + "|" + tag → exec_id
   std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
   CodeRegistry code_;

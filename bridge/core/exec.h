@@ -16,6 +16,7 @@
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/core/output_assembler.h"
+#include "bridge/core/run_queue.h"
 
 namespace abx::core {
 
@@ -31,6 +32,9 @@ struct ExecSpec {
   std::optional<double> timeout_s;
   bool detached = false;
   std::string shell_id;  // non-empty: run in that shell (bridge/core/shells.h)
+  // The shell's place in line taken when the request arrived (run_queue.h); null: taken
+  // when the run starts.
+  std::shared_ptr<RunPlace> place;
 };
 
 // A command request as a front door read it (EPP params or a typed request), before the

@@ -6,13 +6,34 @@
 
 #include "bridge/base/json.h"
 #include "bridge/base/time_util.h"
+#include "bridge/core/execd_release.h"
+#include "bridge/core/old_execd_files.h"
 #include "bridge/core/shell_quote.h"
+#include "bridge/opensandbox/error_body.h"
 
 namespace abx::core {
 namespace {
 
 // The append command ends at once; only a stuck sandbox keeps it silent this long.
 constexpr int64_t kAppendIdleTimeoutMs = 20000;
+
+// An owner or group the sandbox knows by id only: execd's FileInfo gives the id as digits
+// where it finds no name, and execd's lookups take names only.
+bool IsId(const std::string& name) {
+  return !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// execd 1.0.19's answer to an unknown owner or group, as the host should see it.
+Error UnknownNameOr(Error e, const std::string& owner, const std::string& group) {
+  if (e.http_status != 500) return e;
+  if (e.message.find("unknown user") != std::string::npos) {
+    return InvalidParams("owner", "the sandbox has no user " + owner);
+  }
+  if (e.message.find("unknown group") != std::string::npos) {
+    return InvalidParams("group", "the sandbox has no group " + group);
+  }
+  return e;
+}
 
 }  // namespace
 
@@ -54,6 +75,25 @@ Result<opensandbox::ExecdClient> Files::Execd(const std::string& sandbox_id, Can
   return upstream_->Execd(sandbox_id, *config_, cancel);
 }
 
+Result<bool> Files::Before1019(const std::string& sandbox_id, opensandbox::ExecdClient& execd,
+                               CancelToken* cancel) {
+  return ExecdBefore1019(*upstream_, sandbox_id, execd, cancel);
+}
+
+Result<std::vector<opensandbox::FileInfo>> Files::ListEntries(const std::string& sandbox_id,
+                                                              opensandbox::ExecdClient& execd,
+                                                              const std::string& path, int depth,
+                                                              CancelToken* cancel) {
+  const std::optional<bool> known = upstream_->KnownBefore1019(sandbox_id);
+  if (!known.value_or(false)) {
+    auto listed = execd.ListDirectory(path, depth, cancel);
+    if (listed.ok()) upstream_->NoteBefore1019(sandbox_id, false);
+    if (listed.ok() || !opensandbox::IsRouteMissing(listed.error())) return listed;
+    upstream_->NoteBefore1019(sandbox_id, true);
+  }
+  return ListWithoutListRoute(execd, path, depth, cancel);
+}
+
 Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& path,
                              int64_t offset, int64_t length, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
@@ -78,7 +118,7 @@ Result<int64_t> Files::Write(const std::string& sandbox_id, const std::string& p
                              CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(WriteTarget target, PrepareWrite(sandbox_id, path, mode, append, cancel));
   if (target.append_existing && data.empty() && !mode) return target.existing_size;
-  Status st = target.execd.Upload(target.upload_path, data, target.upload_mode, cancel);
+  Status st = target.execd.Upload(target.upload_path, data, target.upload_mode, cancel, target.upload_owner);
   if (!st.ok()) return st.error();
   return CompleteWrite(target, static_cast<int64_t>(data.size()), mode, cancel);
 }
@@ -92,6 +132,18 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
                                         CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
   WriteTarget target{std::move(execd), path, path, mode.value_or(0)};
+  if (!append) {
+    ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, target.execd, cancel));
+    if (before) {  // the file replaced keeps its owner (WriteTarget::upload_owner)
+      auto existing = target.execd.Stat(path, cancel);
+      if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
+      if (existing.ok() && existing->type == "file") {
+        opensandbox::FileOwner& keep =
+            IsId(existing->owner) || IsId(existing->group) ? target.restore_owner : target.upload_owner;
+        keep = {existing->owner, existing->group};
+      }
+    }
+  }
   if (append) {
     auto existing = target.execd.Stat(path, cancel);
     if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
@@ -110,6 +162,11 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
 
 Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::optional<int> mode,
                                      CancelToken* cancel) {
+  if (!target.restore_owner.owner.empty()) {
+    Status kept = RestoreOwner(target.execd, target.path, target.restore_owner.owner,
+                               target.restore_owner.group, cancel);
+    if (!kept.ok()) return kept.error();
+  }
   if (!target.append_existing) return size;
   opensandbox::ExecdClient& execd = target.execd;
   const std::string& path = target.path;
@@ -147,7 +204,7 @@ Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::opt
 Result<std::vector<FileEntry>> Files::List(const std::string& sandbox_id, const std::string& path,
                                            int depth, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> infos, execd.ListDirectory(path, depth, cancel));
+  ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> infos, ListEntries(sandbox_id, execd, path, depth, cancel));
   std::vector<FileEntry> entries;
   for (const opensandbox::FileInfo& info : infos) entries.push_back(ToEntry(info));
   return entries;
@@ -170,6 +227,12 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
       if (!info.ok()) return info.error().Within("parent of " + path);
     }
   }
+  ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, execd, cancel));
+  if (before) {
+    // There execd chmods and chowns a directory that exists: one is left as it is.
+    auto existing = execd.Stat(path, cancel);
+    if (existing.ok() && existing->type == "directory") return OkStatus();
+  }
   return execd.MakeDirectory(path, mode.value_or(0755), cancel);
 }
 
@@ -179,7 +242,7 @@ Status Files::Remove(const std::string& sandbox_id, const std::string& path, boo
   ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));  // missing: E8005
   if (info.type != "directory") return execd.RemoveFile(path, cancel);
   if (!recursive) {
-    ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> children, execd.ListDirectory(path, 1, cancel));
+    ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> children, ListEntries(sandbox_id, execd, path, 1, cancel));
     if (!children.empty()) {
       return MakeError(ErrorCode::kInvalidState,
                        path + " is a directory that is not empty; pass recursive to remove it");
@@ -208,12 +271,22 @@ Status Files::Chmod(const std::string& sandbox_id, const std::string& path,
                     std::optional<int> mode, const std::string& owner, const std::string& group,
                     CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  if (!mode) {
-    // execd needs a mode with every change; keep the current one.
-    ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
-    mode = ParseExecdMode(info.mode);
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));  // missing: E8005
+  ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, execd, cancel));
+  // Before 1.0.19 execd chowns whatever it chmods, and takes an unknown name for its own
+  // user; its lookups take no ids on any release, and it reads a mode of 0 as "no
+  // chmod". chown and chmod in the sandbox do none of that.
+  if (before || IsId(owner) || IsId(group) || mode == 0) {
+    return ChmodInSandbox(execd, path, mode.value_or(-1), owner, group, cancel);
   }
-  return execd.SetPermissions(path, mode.value_or(0644), owner, group, cancel);
+  // One change after the other, so that an unknown name fails before the mode changes
+  // (execd chmods first, then looks the names up). A mode of 0 tells execd "no chmod".
+  if (!owner.empty() || !group.empty()) {
+    Status owned = execd.SetPermissions(path, 0, owner, group, cancel);
+    if (!owned.ok()) return UnknownNameOr(owned.error(), owner, group);
+  }
+  if (!mode) return OkStatus();
+  return execd.SetPermissions(path, *mode, "", "", cancel);
 }
 
 }  // namespace abx::core

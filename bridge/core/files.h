@@ -1,7 +1,8 @@
 #pragma once
 // Files in a sandbox over execd's files and directories API, with EPP/1's semantics on
 // top: reads by offset/length capped at 4 MiB, a missing path is E8005 everywhere, modes
-// as octal strings, append, non-recursive remove and mkdir without parents.
+// as octal strings, append, non-recursive remove and mkdir without parents. On every
+// execd release a method changes only the path it names (old_execd_files.h).
 
 #include <cstdint>
 #include <optional>
@@ -32,6 +33,11 @@ struct WriteTarget {
   int upload_mode = 0;       // the upload's mode (0 = leave as is)
   bool append_existing = false;  // the part is then added to `path` (CompleteWrite)
   int64_t existing_size = 0;
+  // Before execd 1.0.19 an upload gives the file to execd's own user unless it names an
+  // owner: the owner of the file replaced, named in the upload (upload_owner) or, where
+  // the sandbox knows the owner only by its id, put back after it (restore_owner).
+  opensandbox::FileOwner upload_owner;
+  opensandbox::FileOwner restore_owner;
 };
 
 struct FileRead {
@@ -77,6 +83,14 @@ class Files {
 
  private:
   Result<opensandbox::ExecdClient> Execd(const std::string& sandbox_id, CancelToken* cancel);
+  // Whether the sandbox's execd predates 1.0.19 (docs/opensandbox.md, "execd releases"),
+  // learned once per sandbox and cached with its endpoint.
+  Result<bool> Before1019(const std::string& sandbox_id, opensandbox::ExecdClient& execd,
+                          CancelToken* cancel);
+  Result<std::vector<opensandbox::FileInfo>> ListEntries(const std::string& sandbox_id,
+                                                         opensandbox::ExecdClient& execd,
+                                                         const std::string& path, int depth,
+                                                         CancelToken* cancel);
   EndpointCache* upstream_;
   const ProviderConfig* config_;
 };

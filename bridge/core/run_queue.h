@@ -31,6 +31,12 @@ class RunQueue : public std::enable_shared_from_this<RunQueue> {
   // once `deadline_ms` (NowMillis; 0 = none) passes, E8009 on cancel, and the poison
   // error when the context's kernel stopped answering interrupts.
   Status Enter(int64_t deadline_ms, CancelToken* cancel);
+  // The same in two steps: a place in line taken at once (as a request arrives, on the
+  // session's reader: RunPlace), the wait for it later, on any thread. A place taken
+  // and never entered must be given up (Abandon), or the runs behind it wait for it.
+  Result<uint64_t> Reserve();
+  Status EnterReserved(uint64_t ticket, int64_t deadline_ms, CancelToken* cancel);
+  void Abandon(uint64_t ticket);
   // The run that entered is over; the next may start.
   void Leave();
   // The running run's kernel ignores interrupts (code contexts only): it and every run that waits or comes
@@ -47,5 +53,30 @@ class RunQueue : public std::enable_shared_from_this<RunQueue> {
   bool running_ = false;
   std::optional<Error> poison_;
 };
+
+// A place in a RunQueue taken when its request arrived, kept until the run enters; a place
+// dropped without entering is given up, so the runs behind it do not wait for it.
+class RunPlace {
+ public:
+  // A place at the end of `queue`'s line now: E8007 when the line is full (RunQueue).
+  static Result<std::shared_ptr<RunPlace>> Take(std::shared_ptr<RunQueue> queue);
+  ~RunPlace();
+  RunPlace(const RunPlace&) = delete;
+  RunPlace& operator=(const RunPlace&) = delete;
+
+  const std::shared_ptr<RunQueue>& queue() const { return queue_; }
+  // Waits for this place's turn (RunQueue::EnterReserved); once.
+  Status Enter(int64_t deadline_ms, CancelToken* cancel);
+
+ private:
+  RunPlace(std::shared_ptr<RunQueue> queue, uint64_t ticket) : queue_(std::move(queue)), ticket_(ticket) {}
+  std::shared_ptr<RunQueue> queue_;
+  uint64_t ticket_;
+  bool entered_ = false;
+};
+
+// `reserved` when it is a place in `queue`, else a place taken now.
+Result<std::shared_ptr<RunPlace>> PlaceIn(const std::shared_ptr<RunQueue>& queue,
+                                          std::shared_ptr<RunPlace> reserved);
 
 }  // namespace abx::core

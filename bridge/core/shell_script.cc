@@ -18,7 +18,11 @@ bool AllDigits(const std::string& text) {
 }  // namespace
 
 std::string ShellRunScript(const std::string& tag, const std::string& command, const std::string& cwd) {
+  // execd runs the run from a script file it never removes, which holds the command and
+  // an `export` line per variable of the shell (secrets included): the run removes it
+  // first. bash keeps reading the file it has open.
   std::string script =
+      "case $0 in */execd_bash_*.sh) rm -f -- \"$0\" 2>/dev/null;; esac\n"
       "{ read -r -a __abx_stat < /proc/$$/stat; } 2>/dev/null\n"
       "printf '" + std::string(kHeaderPrefix) + "%s:%s\\n' \"$$\" \"${__abx_stat[21]}\"\n"
       "unset __abx_stat\n"

@@ -7,6 +7,8 @@
 // variables and directory, runs the command, and saves them again. Its only ways to stop
 // a run are deleting the whole session or killing bash (on timeout or when the client
 // leaves), and neither reaches the processes bash started. So the wrapper:
+// - removes the script file execd runs it from (/tmp/execd_bash_*.sh, which execd never
+//   removes and which holds the command and every exported variable) as its first act;
 // - prints one header line first, `__ABX_SHELL_RUN__:<pid>:<start time>`, naming the
 //   run's bash (its pid and its start time from /proc, so a reused pid is never taken
 //   for it); the bridge reads it and never passes it on;

@@ -107,7 +107,8 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   // arrive one after the other keep that order.
   std::shared_ptr<RunQueue> queue = upstream_->shells().Queue(spec.sandbox_id, spec.shell_id);
   {
-    Status st = queue->Enter(deadline, cancel);
+    ABX_ASSIGN_OR_RETURN(std::shared_ptr<RunPlace> place, PlaceIn(queue, spec.place));
+    Status st = place->Enter(deadline, cancel);
     if (!st.ok()) return st.error();
   }
   struct Turn {

@@ -9,6 +9,7 @@
 
 #include "bridge/base/log.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/execd_release.h"
 #include "bridge/core/shell_quote.h"
 #include "bridge/opensandbox/pty_frames.h"
 #include "common/limits.h"
@@ -27,6 +28,10 @@ constexpr uint64_t kHeldBytes = kPtyBufferBytes;
 constexpr size_t kChunkBytes = 64 << 10;
 // execd's close code for a client another one took over from.
 constexpr int kTakenOverCode = 4001;
+// The server proxy accepts every upgrade and then closes with these when execd refused
+// the handshake (1008: its 401, 404 or 409) or could not be reached (1011).
+constexpr int kProxyRefusedCode = 1008;
+constexpr int kProxyUnreachableCode = 1011;
 // Two drops within this long: the connection is given up as lost.
 constexpr auto kDropWindow = std::chrono::seconds(10);
 constexpr int64_t kRestoreTimeoutMs = 15000;
@@ -36,6 +41,11 @@ constexpr size_t kPendingInputBytes = 1 << 20;
 constexpr auto kDetachNoticeWait = std::chrono::seconds(5);
 // A restore that fails is tried again after these pauses before the terminal counts as lost.
 constexpr int kRestoreRetryMs[] = {500, 1500};
+// execd drops a connection silent for 60 s; before that, one without takeover answers
+// a new connection to the terminal with 409. A restore that meets it tries this long,
+// every kHeldRetryMs.
+constexpr int64_t kHeldByOldExecdMs = 65000;
+constexpr int64_t kHeldRetryMs = 1000;
 
 }  // namespace
 
@@ -103,6 +113,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       generation = ++generation_;  // what an earlier connection still says is stale
       connected_ = false;
       connect_failed_ = false;
+      proxy_refusal_ = 0;
       start_error_.reset();
       if (!deliverer_.joinable()) deliverer_ = std::thread([this] { Deliver(); });
     }
@@ -155,6 +166,12 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       pending_bytes_ = 0;
       Flow();
       return OkStatus();
+    }
+    if (proxy_refusal_ != 0 && !connected_) {
+      const int code = proxy_refusal_;
+      lock.unlock();
+      socket->Abort();
+      return RefusedThroughProxy(code, cancel);
     }
     if (start_error_) return *start_error_;
     if (ended_ && end_error_) return *end_error_;
@@ -404,6 +421,9 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     if (ended_ || closing_) {
       ended_ = true;
     } else if (!connected_ || !was_in_use) {
+      if (!connected_ && (end.close_code == kProxyRefusedCode || end.close_code == kProxyUnreachableCode)) {
+        proxy_refusal_ = end.close_code;
+      }
       // While connecting: Connect reports it. A terminal that ran before is not ended by
       // a connection that failed to come up; a first one that fails ends it.
       connect_failed_ = true;
@@ -445,14 +465,22 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
 
   void RestoreInBackground() {
     CancelToken never;
+    const auto started = std::chrono::steady_clock::now();
     Status st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    auto stop_trying = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return ended_ || closing_ || stopping_;
+    };
     for (int pause_ms : kRestoreRetryMs) {
-      if (st.ok() || st.error().code == ErrorCode::kNotFound) break;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (ended_ || closing_ || stopping_) break;
-      }
+      if (st.ok() || st.error().code == ErrorCode::kNotFound || stop_trying()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      st = RestoreFromExecd(&never, kRestoreTimeoutMs);
+    }
+    // An execd without takeover (before 1.0.19) answers 409 while it still holds the
+    // dropped connection, until its read deadline lets it go.
+    while (!st.ok() && st.error().http_status == 409 && !stop_trying() &&
+           std::chrono::steady_clock::now() - started < std::chrono::milliseconds(kHeldByOldExecdMs)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kHeldRetryMs));
       st = RestoreFromExecd(&never, kRestoreTimeoutMs);
     }
     if (!st.ok() && st.error().code != ErrorCode::kNotFound && sandbox_gone_ && sandbox_gone_()) {
@@ -469,6 +497,26 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       log::Warn("pty.restore_failed", {{"pty_id", pty_id_}, {"error", st.error().message}});
       GiveUpLocked("lost");
     }
+  }
+
+  // Through the server proxy a refused handshake arrives as an accepted upgrade closed
+  // before execd's `connected` (docs/opensandbox.md §1.10): the terminal's state, asked
+  // of execd through the same proxy, tells what execd refused.
+  Error RefusedThroughProxy(int close_code, CancelToken* cancel) {
+    const std::string what = "terminal " + pty_id_ + ": the server proxy closed the connection (" +
+                             std::to_string(close_code) + ")";
+    auto status = execd_.GetPty(pty_id_, cancel);
+    if (!status.ok()) {
+      Error e = status.error();  // gone (E8005), a refused token (E8003), unreachable (E8002)
+      return e.Within(what);
+    }
+    if (close_code == kProxyUnreachableCode) {
+      return MakeError(ErrorCode::kUnreachable, what + ": it could not reach the sandbox's execd");
+    }
+    if (!status->running) return MakeError(ErrorCode::kNotFound, what + ": the terminal has ended");
+    Error held = MakeError(ErrorCode::kInvalidState, "terminal " + pty_id_ + " is held by another client");
+    held.http_status = 409;  // as execd's own answer: a restore waits it out (RestoreInBackground)
+    return held;
   }
 
   // A terminal whose shell died of a signal or whose execd stopped answering: when its
@@ -624,6 +672,7 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   uint64_t generation_ = 0;  // of the connection in use; older ones are ignored
   bool ever_connected_ = false;
   bool connect_failed_ = false;  // the connection being made ended before it was in use
+  int proxy_refusal_ = 0;        // its close code, when the server proxy refused it
   bool dropped_ = false;     // given up: taken over elsewhere, or lost; an attach restores it
   bool restoring_ = false;
   std::deque<std::chrono::steady_clock::time_point> drops_;  // within kDropWindow
@@ -728,6 +777,23 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
                                     const std::function<void(const std::string&)>& answer, CancelToken* cancel) {
   if (Status plain = PlainHttpServer(); !plain.ok()) return plain.error();
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(spec.sandbox_id, *config_, cancel));
+  if (!spec.term.empty() || !spec.env.empty() || !spec.command.empty()) {
+    // Before 1.0.19 execd drops the `command` field that carries them and starts a plain
+    // shell: refused by name rather than ignored (docs/epp1.md §3, pty).
+    ABX_ASSIGN_OR_RETURN(bool before, ExecdBefore1019(*upstream_, spec.sandbox_id, execd, cancel));
+    if (before) {
+      // An execd without terminals at all (before 1.0.10) is "too old" first.
+      auto probe = execd.GetPty("abx-terminal-route-probe", cancel);
+      if (!probe.ok() && probe.error().code != ErrorCode::kNotFound) return probe.error();
+      const char* option = !spec.command.empty() ? "command" : !spec.env.empty() ? "env" : "term";
+      Error e = MakeError(ErrorCode::kUnsupported,
+                          std::string("the sandbox's execd is older than 1.0.19 and would ignore the terminal's ") +
+                              option + " (it starts a plain shell with its own environment); open it without " +
+                              "term, env and command, or use a sandbox with execd 1.0.19 or newer");
+      e.field = option;
+      return e;
+    }
+  }
   ABX_ASSIGN_OR_RETURN(std::string pty_id, execd.CreatePty(spec.cwd, TerminalCommand(spec), cancel));
   auto terminal = std::make_shared<Terminal>(spec.sandbox_id, pty_id, spec.keep, execd, SandboxGone(spec.sandbox_id));
   const int64_t timeout_ms = RequestTimeoutMs();

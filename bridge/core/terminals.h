@@ -51,7 +51,7 @@ struct TerminalOpenSpec {
   std::string sandbox_id;
   int cols = 80, rows = 24;
   std::string cwd;
-  std::string term = "xterm-256color";
+  std::string term;     // empty: not given (xterm-256color where execd takes a command)
   std::map<std::string, std::string> env;
   std::string command;  // empty: a shell
   bool keep = false;

@@ -75,9 +75,9 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   const size_t slash = path.find_last_of('/');
   const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
-  if (parent != "/") {
-    if (Status made = execd.MakeDirectory(parent, 0755, cancel); !made.ok()) return made.error();
-  }
+  // No POST /directories for the parent: execd's upload makes a missing one itself, and
+  // before 1.0.19 that call chmods and chowns a parent that exists (/tmp loses its
+  // sticky bit).
   const std::string part = (parent == "/" ? "" : parent) + "/." + path.substr(slash + 1) + ".abx-" + RandomHex(8) + ".part";
   // Whatever happens from here on, the part file does not stay.
   auto remove_part = [&] {

@@ -16,4 +16,10 @@ namespace abx::opensandbox {
 Error FromHttpStatus(int http_status, std::string_view body, std::string request_id,
                      std::string_view what);
 
+// gin's plain "404 page not found" (no API body, so FromHttpStatus made it E8010): the
+// route itself is missing, which is an execd from before that route's release.
+inline bool IsRouteMissing(const Error& e) {
+  return e.http_status == 404 && e.code == ErrorCode::kUpstream;
+}
+
 }  // namespace abx::opensandbox

@@ -213,7 +213,15 @@ Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* c
   HttpCall call = Call("GET", "/files/info?path=" + PercentEncode(path));
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "stat " + path);
-  if (!answer.ok()) return answer.error();
+  if (!answer.ok()) {
+    // Before 1.0.19 a missing path is a 500 whose message says so (cdd490dc).
+    Error e = answer.error();
+    if (e.http_status == 500 && e.message.find("file not found") != std::string::npos) {
+      e.code = ErrorCode::kNotFound;
+      e.retryable = false;
+    }
+    return e;
+  }
   rapidjson::Document doc;
   doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("stat " + path);
@@ -223,6 +231,33 @@ Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* c
     info = &doc.MemberBegin()->value;
   }
   return DecodeFileInfo(*info);
+}
+
+Result<std::map<std::string, FileInfo>> ExecdClient::StatMany(const std::vector<std::string>& paths,
+                                                              const CancelToken* cancel) {
+  std::string query;
+  for (const std::string& path : paths) query += (query.empty() ? "?path=" : "&path=") + PercentEncode(path);
+  HttpCall call = Call("GET", "/files/info" + query);
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "stat");
+  if (!answer.ok()) {
+    Error e = answer.error();
+    if (e.http_status == 500 && e.message.find("file not found") != std::string::npos) {
+      e.code = ErrorCode::kNotFound;  // before 1.0.19, as in Stat
+      e.retryable = false;
+    }
+    return e;
+  }
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("stat");
+  std::map<std::string, FileInfo> infos;
+  for (const std::string& path : paths) {
+    const auto* info = json::GetMember(doc, path.c_str());
+    if (!info) return NotItsApi("stat " + path);
+    ABX_ASSIGN_OR_RETURN(infos[path], DecodeFileInfo(*info));
+  }
+  return infos;
 }
 
 Result<std::string> ExecdClient::Download(const std::string& path, int64_t offset, int64_t length,
@@ -276,11 +311,13 @@ Result<int64_t> ExecdClient::DownloadStream(const std::string& path, int64_t off
 }
 
 Status ExecdClient::Upload(const std::string& path, std::string_view data, int mode,
-                           const CancelToken* cancel) {
+                           const CancelToken* cancel, const FileOwner& owner) {
   opensandbox::UploadFile file;
   file.path = path;
   file.data = data;
   file.mode = mode ? ModeForExecd(mode) : 0;
+  file.owner = owner.owner;
+  file.group = owner.group;
   opensandbox::MultipartBody body = opensandbox::BuildUploadBody({file});
   HttpCall call = Call("POST", "/files/upload");
   call.headers.emplace_back("Content-Type", body.content_type);
@@ -293,10 +330,13 @@ Status ExecdClient::Upload(const std::string& path, std::string_view data, int m
 
 Status ExecdClient::UploadMade(const std::string& path,
                                std::shared_ptr<BodySource> data, int mode,
-                               bool* complete, const CancelToken* cancel, bool open_ended) {
+                               bool* complete, const CancelToken* cancel, bool open_ended,
+                               const FileOwner& owner) {
   opensandbox::UploadFile file;
   file.path = path;
   file.mode = mode ? ModeForExecd(mode) : 0;
+  file.owner = owner.owner;
+  file.group = owner.group;
   auto body = std::make_shared<opensandbox::UploadBodySource>(file, std::move(data));
   HttpCall call = Call("POST", "/files/upload");
   call.headers.emplace_back("Content-Type", body->content_type());
@@ -352,7 +392,15 @@ Status ExecdClient::Move(const std::string& from, const std::string& to,
   call.headers.emplace_back("Content-Type", "application/json");
   call.body = "[{\"src\":" + json::Quote(from) + ",\"dest\":" + json::Quote(to) + "}]";
   auto answer = http_->Send(call, cancel, "move " + from);
-  if (!answer.ok()) return answer.error();
+  if (!answer.ok()) {
+    // Before 1.0.19 a missing source is a 500 whose message says so (9aad0a75).
+    Error e = answer.error();
+    if (e.http_status == 500 && e.message.find("source path not found") != std::string::npos) {
+      e.code = ErrorCode::kNotFound;
+      e.retryable = false;
+    }
+    return e;
+  }
   return OkStatus();
 }
 

@@ -66,6 +66,13 @@ struct FileInfo {
   std::string owner, group;
 };
 
+// Who an upload makes the file's owner (execd's upload metadata; "" = not named). From
+// execd 1.0.19 a file keeps its owner unless named; before, execd gives it to its own
+// user unless named (docs/opensandbox.md, "execd releases").
+struct FileOwner {
+  std::string owner, group;
+};
+
 class ExecdClient {
  public:
   ExecdClient(HttpCaller* http, ExecdTarget target, int64_t timeout_ms)
@@ -90,6 +97,9 @@ class ExecdClient {
                            const CancelToken* cancel);
 
   Result<FileInfo> Stat(const std::string& path, const CancelToken* cancel);
+  // Several paths in one request, keyed by the path as given; any missing one fails it.
+  Result<std::map<std::string, FileInfo>> StatMany(const std::vector<std::string>& paths,
+                                                   const CancelToken* cancel);
   // Bytes [offset, offset+length) of a file (length 0: to the end).
   // The file's bytes from `offset` to its end, to `on_data` as they arrive (false stops
   // the download: the result is then E8009). A server that ignores the range is
@@ -100,13 +110,14 @@ class ExecdClient {
   Result<std::string> Download(const std::string& path, int64_t offset, int64_t length,
                                const CancelToken* cancel);
   Status Upload(const std::string& path, std::string_view data, int mode,
-                const CancelToken* cancel);
+                const CancelToken* cancel, const FileOwner& owner = {});
   // The same with the file's bytes made while they are sent (bridge/base/body_source.h).
   // `*complete` says whether the whole form went out: when it did not, nothing was
   // written, whatever the error. `open_ended` (a transfer of any size): no bound on the
   // whole upload, only on a standstill of request_timeout; else at least 120 s in all.
   Status UploadMade(const std::string& path, std::shared_ptr<BodySource> data,
-                    int mode, bool* complete, const CancelToken* cancel, bool open_ended = false);
+                    int mode, bool* complete, const CancelToken* cancel, bool open_ended = false,
+                    const FileOwner& owner = {});
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);
   Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);

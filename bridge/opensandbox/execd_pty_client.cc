@@ -12,8 +12,6 @@
 namespace abx::opensandbox {
 namespace {
 
-// gin's plain "404 page not found": an execd from before the terminal routes.
-bool RouteMissing(const Error& e) { return e.http_status == 404 && e.code == ErrorCode::kUpstream; }
 
 Error TooOld(const std::string& what) {
   return MakeError(ErrorCode::kInvalidState,
@@ -38,7 +36,7 @@ Result<std::string> ExecdClient::CreatePty(const std::string& cwd, const std::st
   call.body = body + "}";
   auto answer = http_->Send(call, cancel, "open terminal");
   if (!answer.ok()) {
-    if (RouteMissing(answer.error())) return TooOld("open terminal");
+    if (IsRouteMissing(answer.error())) return TooOld("open terminal");
     return answer.error();
   }
   // execd answers a failed cwd with its error and an id concatenated: the error counts.
@@ -56,7 +54,7 @@ Result<PtyStatus> ExecdClient::GetPty(const std::string& pty_id, const CancelTok
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "terminal status");
   if (!answer.ok()) {
-    if (RouteMissing(answer.error())) return TooOld("terminal status");
+    if (IsRouteMissing(answer.error())) return TooOld("terminal status");
     if (answer.error().http_status == 404) return NotFound(pty_id);
     return answer.error();
   }
@@ -74,7 +72,7 @@ Result<bool> ExecdClient::DeletePty(const std::string& pty_id, const CancelToken
   HttpCall call = Call("DELETE", "/pty/" + PercentEncode(pty_id));
   auto answer = http_->Send(call, cancel, "close terminal");
   if (!answer.ok()) {
-    if (RouteMissing(answer.error())) return TooOld("close terminal");
+    if (IsRouteMissing(answer.error())) return TooOld("close terminal");
     if (answer.error().http_status == 404) return false;
     return answer.error();
   }

@@ -3,15 +3,13 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/json.h"
+#include "bridge/opensandbox/error_body.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "common/percent_encoding.h"
 
 namespace abx::opensandbox {
 namespace {
 
-// gin's plain "404 page not found" (no API body, so FromHttpStatus made it E8010): the
-// route itself is missing, which is an execd from before the session API.
-bool RouteMissing(const Error& e) { return e.http_status == 404 && e.code == ErrorCode::kUpstream; }
 
 Error TooOld(std::string what) {
   Error e = MakeError(ErrorCode::kInvalidState,
@@ -34,7 +32,7 @@ Result<std::string> ExecdClient::CreateSession(const std::string& cwd, const Can
   call.body = cwd.empty() ? std::string("{}") : "{\"cwd\":" + json::Quote(cwd) + "}";
   auto answer = http_->Send(call, cancel, "create shell");
   if (!answer.ok()) {
-    if (RouteMissing(answer.error())) return TooOld("create shell");
+    if (IsRouteMissing(answer.error())) return TooOld("create shell");
     return answer.error();
   }
   rapidjson::Document doc;
@@ -62,7 +60,7 @@ Status ExecdClient::RunInSession(const std::string& session_id, const std::strin
   const Error& e = st.error();
   // The bridge sends nothing execd 1.0.9 refuses (a command; no timeout, no cwd): a 400
   // is execd 1.0.8, whose run request had `code` and `timeout_ms` instead.
-  if (RouteMissing(e) || e.http_status == 400) return TooOld("run in shell");
+  if (IsRouteMissing(e) || e.http_status == 400) return TooOld("run in shell");
   if (e.http_status == 500 && e.message.find("context not found") != std::string::npos) {
     Error gone = MakeError(ErrorCode::kNotFound, "shell " + session_id + " does not exist");
     gone.field = "shell_id";
@@ -75,7 +73,7 @@ Result<bool> ExecdClient::DeleteSession(const std::string& session_id, const Can
   HttpCall call = Call("DELETE", "/session/" + PercentEncode(session_id));
   auto answer = http_->Send(call, cancel, "close shell");
   if (!answer.ok()) {
-    if (RouteMissing(answer.error())) return TooOld("close shell");
+    if (IsRouteMissing(answer.error())) return TooOld("close shell");
     if (answer.error().http_status == 404) return false;
     return answer.error();
   }

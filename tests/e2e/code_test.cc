@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/e2e/cpu_hog.h"
 #include "tests/e2e/harness.h"
 
 namespace abx::e2e {
@@ -227,6 +228,52 @@ TEST_F(CodeTest, RunsOfOneContextTakeTurnsInArrivalOrder) {
   // A context runs its own language.
   r = Run("1", "\"context_id\":\"" + context + "\",\"language\":\"bash\"");
   EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
+}
+
+// Runs a host sends back to back, without waiting for answers, run in the order sent,
+// also on a loaded machine: each takes its place in line as its line arrives.
+TEST_F(CodeTest, PipelinedRunsKeepTheirOrderUnderLoad) {
+  CpuHog hog;
+  ASSERT_GT(hog.running(), 0);
+  constexpr int kPairs = 100;
+  constexpr size_t kInFlight = 60;  // a context queues at most 64 runs (docs/epp1.md §3)
+  ASSERT_NE(Run("seen = []"), nullptr);
+  std::vector<int64_t> ids;
+  int failed = 0;
+  size_t answered = 0;
+  auto answer_next = [&] {
+    MessagePtr r = shim_->WaitResponse(ids[answered++], Millis(120000));
+    ASSERT_NE(r, nullptr) << "no answer to request " << ids[answered - 1];
+    const rapidjson::Value* error = r->IsError() ? nullptr : Find(r->result(), "error");
+    if (r->IsError() || (error && !error->IsNull())) {
+      if (++failed <= 3) ADD_FAILURE() << "out of order: " << r->raw;
+    }
+  };
+  for (int i = 0; i < kPairs; ++i) {
+    while (ids.size() - answered + 2 > kInFlight) answer_next();
+    const std::string n = std::to_string(i);
+    ids.push_back(shim_->SendRequest("code.run", JsonObject().Str("sandbox_id", sandbox_).Str("code", "x = " + n).str()));
+    ids.push_back(shim_->SendRequest(
+        "code.run", JsonObject().Str("sandbox_id", sandbox_).Str("code", "assert x == " + n + "; seen.append(x)").str()));
+  }
+  while (answered < ids.size()) answer_next();
+  EXPECT_EQ(failed, 0);
+  MessagePtr seen = Run("seen == list(range(" + std::to_string(kPairs) + "))");
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(Value(seen), "True") << seen->raw;
+}
+
+// Once the interpreter has run code, its kernel list is complete: a language it lacks
+// is E8007 naming it at once, not after ready_timeout.
+TEST_F(CodeTest, ALanguageTheRunningInterpreterLacksIsE8007AtOnce) {
+  ASSERT_NE(Run("1"), nullptr);
+  const auto start = steady_clock::now();
+  MessagePtr r = Run("package main", "\"language\":\"go\"");
+  const auto took = steady_clock::now() - start;
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("go"), std::string::npos) << r->raw;
+  EXPECT_LT(took, seconds(2)) << "answered after " << std::chrono::duration_cast<milliseconds>(took).count() << " ms";
 }
 
 TEST_F(CodeTest, SixteenContextsRunAtOnce) {

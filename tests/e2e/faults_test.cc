@@ -66,6 +66,7 @@ TEST_F(FaultsTest, ProviderOptionOutsideTheWhitelistIsE8004NamingItBeforeAnyRequ
     EXPECT_EQ(response->EppCode(), "E8004") << response->raw;
     EXPECT_NE(response->ErrorMessage().find(key), std::string::npos)
         << "the message does not name " << key << ": " << response->raw;
+    EXPECT_EQ(GetString(response->error(), "data.field"), std::string("provider_options.") + key) << response->raw;
     EXPECT_EQ(upstream.value_or(-1), 0) << key << ": requests were sent upstream";
   }
 }

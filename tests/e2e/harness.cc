@@ -80,10 +80,18 @@ bool TestEnv::RestartFake(const std::vector<std::string>& flags) {
   if (fake_) fake_->Stop();
   fake_.reset();
   fake_flags_ = flags;
-  bool has_key = false, has_root = false;
+  bool has_key = false, has_root = false, has_version = false;
   for (const std::string& flag : flags) {
     has_key |= flag == "--api-key";
     has_root |= flag == "--root";
+    has_version |= flag == "--execd-version";
+  }
+  // The execd release the whole suite runs against (BUILD.bazel's profile targets), where
+  // a test does not choose one itself.
+  const char* profile = std::getenv("ABX_E2E_EXECD_VERSION");
+  if (!has_version && profile && *profile) {
+    fake_flags_.push_back("--execd-version");
+    fake_flags_.push_back(profile);
   }
   if (!has_key) {
     fake_flags_.push_back("--api-key");

@@ -68,8 +68,9 @@ class TestEnv : public ::testing::Test {
 
   // Flags for the fake besides --port 0. Default: {"--api-key", kApiKey}.
   virtual std::vector<std::string> FakeFlags() const;
-  // Stops the fake and starts a new one with `flags`, adding `--api-key kApiKey` and
-  // `--root <root_dir>/fake-root-N` unless `flags` has them. Shims started afterwards
+  // Stops the fake and starts a new one with `flags`, adding `--api-key kApiKey`,
+  // `--root <root_dir>/fake-root-N` and `--execd-version $ABX_E2E_EXECD_VERSION` (when
+  // set: the suite's execd profile) unless `flags` has them. Shims started afterwards
   // point at it.
   // Not in live mode (a failure there).
   bool RestartFake(const std::vector<std::string>& flags);

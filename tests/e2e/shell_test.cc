@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/e2e/cpu_hog.h"
 #include "tests/e2e/harness.h"
 
 namespace abx::e2e {
@@ -205,6 +206,32 @@ TEST_F(ShellTest, CommandsOfOneShellRunOneAtATimeInArrivalOrder) {
   EXPECT_EQ(Output(shell, "echo $ORDER"), "second\n");
 }
 
+// Commands sent back to back, without waiting for answers, run in the order sent, also
+// on a loaded machine.
+TEST_F(ShellTest, PipelinedCommandsKeepTheirOrderUnderLoad) {
+  const std::string shell = NewShell(shim_);
+  ASSERT_FALSE(shell.empty());
+  CpuHog hog;
+  ASSERT_GT(hog.running(), 0);
+  constexpr int kCommands = 100;
+  constexpr size_t kInFlight = 60;  // a shell queues at most 64 commands
+  std::vector<int64_t> ids;
+  size_t answered = 0;
+  auto answer_next = [&] {
+    MessagePtr r = shim_->WaitResponse(ids[answered++], Millis(120000));
+    ASSERT_NE(r, nullptr) << "no answer to request " << ids[answered - 1];
+    EXPECT_FALSE(r->IsError()) << r->raw;
+  };
+  std::string expected;
+  for (int i = 0; i < kCommands; ++i) {
+    while (ids.size() - answered + 1 > kInFlight) answer_next();
+    ids.push_back(shim_->SendRequest("exec.run", RunParams(shell, "ORDER=\"$ORDER " + std::to_string(i) + "\"; export ORDER")));
+    expected += " " + std::to_string(i);
+  }
+  while (answered < ids.size()) answer_next();
+  EXPECT_EQ(Output(shell, "echo \"$ORDER\""), expected + "\n");
+}
+
 TEST_F(ShellTest, CancelEndsTheCommandAndWhatItStartedButNotTheShell) {
   const std::string shell = NewShell(shim_);
   ASSERT_FALSE(shell.empty());
@@ -313,6 +340,29 @@ TEST_F(ShellTest, ClosingAShellEndsItsCommand) {
   MessagePtr r = Run(shell, "true");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->EppCode(), "E8005") << r->raw;
+}
+
+// execd runs every shell command from a script file in /tmp that it never removes, with
+// an `export` line per variable of the shell: the command removes it first, so neither
+// the file nor an exported secret stays in the sandbox.
+TEST_F(ShellTest, NoScriptFileAndNoExportedSecretStayInTmp) {
+  const std::string shell = NewShell(shim_);
+  ASSERT_FALSE(shell.empty());
+  const std::string secret = "s3cret-" + std::to_string(::getpid());
+  Output(shell, "export API_TOKEN=" + secret);
+  EXPECT_EQ(Output(shell, "echo $API_TOKEN"), secret + "\n");
+  Output(shell, "cd /tmp && true");
+  MessagePtr listed = shim_->Request(
+      "exec.run",
+      JsonObject().Str("sandbox_id", sandbox_)
+          .Str("command", "ls -a /tmp; grep -rl -- " + secret + " /tmp 2>/dev/null; true")
+          .str(),
+      Millis(30000));
+  ASSERT_NE(listed, nullptr);
+  ASSERT_FALSE(listed->IsError()) << listed->raw;
+  const std::string out = GetString(listed->result(), "stdout");
+  EXPECT_EQ(out.find("execd_bash_"), std::string::npos) << out;
+  EXPECT_EQ(out.find(secret), std::string::npos) << out;
 }
 
 TEST_F(ShellTest, ShellsWithoutKeepGoWithTheirSessionKeptOnesStay) {

@@ -1,6 +1,11 @@
 #include "tests/fake-opensandbox/bash_sessions.h"
 
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 
 #include "tests/fake-opensandbox/ids.h"
 
@@ -46,13 +51,70 @@ void BashSessions::DeleteAll() {
   for (const std::string& id : ids) Delete(id);
 }
 
-std::string SessionScript(const std::string& command) {
-  return "exec 2>&1\n" + command +
-         "\n__fake_session_rc=$?\n"
-         "printf '\\n__EXIT_CODE__:%s\\n' \"$__fake_session_rc\"\n"
-         "echo __ENV_DUMP_START__\nexport -p\necho __ENV_DUMP_END__\n"
-         "printf '__PWD__:%s\\n' \"$(pwd)\"\n"
-         "exit \"$__fake_session_rc\"\n";
+namespace {
+
+std::string SingleQuoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+bool ShellName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string SessionScript(const std::vector<std::string>& env, const std::string& command) {
+  std::string script;
+  for (const std::string& entry : env) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || !ShellName(entry.substr(0, eq))) continue;  // BASH_FUNC_f%%
+    script += "export " + entry.substr(0, eq) + "=" + SingleQuoted(entry.substr(eq + 1)) + "\n";
+  }
+  script += command;
+  script +=
+      "\n__USER_EXIT_CODE__=$?\n"
+      "printf \"\\n%s\\n\" __ENV_DUMP_START__\n"
+      "export -p\n"
+      "printf \"%s\\n\" __ENV_DUMP_END__\n"
+      "printf \"__PWD__:%s\\n\" \"$(pwd)\"\n"
+      "printf \"__EXIT_CODE__:%s\\n\" \"$__USER_EXIT_CODE__\"\n"
+      "exit \"$__USER_EXIT_CODE__\"\n";
+  return script;
+}
+
+bool WriteSessionScriptFile(const std::string& host_tmp, const std::string& script,
+                            std::string* host_path) {
+  std::string name = host_tmp + "/execd_bash_XXXXXX.sh";
+  std::vector<char> buffer(name.begin(), name.end());
+  buffer.push_back('\0');
+  const int fd = mkstemps(buffer.data(), 3);  // 0600, as os.CreateTemp
+  if (fd < 0) return false;
+  size_t written = 0;
+  while (written < script.size()) {
+    const ssize_t n = write(fd, script.data() + written, script.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      unlink(buffer.data());
+      return false;
+    }
+    written += static_cast<size_t>(n);
+  }
+  close(fd);
+  *host_path = buffer.data();
+  return true;
 }
 
 std::vector<std::string> ParseExportDump(const std::string& dump) {

@@ -41,9 +41,15 @@ class BashSessions {
   std::map<std::string, std::shared_ptr<BashSession>> sessions_;
 };
 
-// The script a run executes: the command, then the markers the runner reads back (exit
-// code, `export -p`, the directory), which never reach the client.
-std::string SessionScript(const std::string& command);
+// The script a run executes, in execd's order (runtime/bash_session.go): an `export`
+// line per saved variable, the command, then the markers the runner reads back (the
+// `export -p` dump, the directory, the exit code), which never reach the client.
+std::string SessionScript(const std::vector<std::string>& env, const std::string& command);
+
+// Writes `script` to a new execd_bash_*.sh (mode 0600) in `host_tmp`, the sandbox's /tmp,
+// as execd's os.CreateTemp does, and, as execd, nothing ever removes it.
+bool WriteSessionScriptFile(const std::string& host_tmp, const std::string& script,
+                            std::string* host_path);
 
 // Parses `export -p` output into "NAME=value" entries, leaving out what execd leaves out
 // (PS1–PS4, PROMPT_COMMAND, values over 8 KiB).

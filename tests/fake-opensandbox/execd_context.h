@@ -31,8 +31,7 @@ struct ExecdContext {
   CodeContexts* code = nullptr;
   BashSessions* sessions = nullptr;
   PtySessions* ptys = nullptr;
-  SessionApi session_api = SessionApi::kCommand;
-  PtyApi pty_api = PtyApi::kFull;
+  ExecdRelease release;  // what differs between execd releases (fake_config.h)
   // Shared: an execd listener may outlive the lifecycle server by a few connections.
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;

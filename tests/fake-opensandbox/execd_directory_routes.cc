@@ -101,16 +101,23 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, ExecdCont
                      "error creating directory " + path + ": " + strerror(errno));
       return;
     }
-    if (existed || !it->value.IsObject()) continue;  // an existing directory is left alone
-    auto member = [&](const char* key) -> std::string {
-      auto m = it->value.FindMember(key);
-      return m != it->value.MemberEnd() && m->value.IsString() ? m->value.GetString() : "";
-    };
+    // utils.go MakeDir: from 1.0.19 a directory that existed is left as it was; before,
+    // ChmodFile ran on it as on a new one.
+    if (existed && context->release.mkdir_leaves_existing) continue;
+    std::string owner, group;
     long long mode = 0;
-    auto m = it->value.FindMember("mode");
-    if (m != it->value.MemberEnd() && m->value.IsInt64()) mode = m->value.GetInt64();
+    if (it->value.IsObject()) {
+      auto string_member = [&](const char* key) -> std::string {
+        auto m = it->value.FindMember(key);
+        return m != it->value.MemberEnd() && m->value.IsString() ? m->value.GetString() : "";
+      };
+      owner = string_member("owner");
+      group = string_member("group");
+      auto m = it->value.FindMember("mode");
+      if (m != it->value.MemberEnd() && m->value.IsInt64()) mode = m->value.GetInt64();
+    }
     std::string error;
-    if (!ApplyOwnershipAndMode(mapped.host, member("owner"), member("group"), mode, &error)) {
+    if (!ApplyOwnershipAndMode(mapped.host, owner, group, mode, context->release, &error)) {
       SendExecdError(res, 500, "RUNTIME_ERROR", "error creating directory " + path + ": " + error);
       return;
     }
@@ -158,9 +165,11 @@ void HandleDelete(const httplib::Request& req, httplib::Response& res, ExecdCont
 
 void RegisterDirectoryRoutes(httplib::Server& server, ExecdContext* context) {
   const std::string p = kExecdRoutePrefix;
-  server.Get(p + "/directories/list", [context](const httplib::Request& req, httplib::Response& res) {
-    HandleList(req, res, context);
-  });
+  if (context->release.directory_list) {  // 1.0.19 on; before, gin's plain 404 answers
+    server.Get(p + "/directories/list", [context](const httplib::Request& req, httplib::Response& res) {
+      HandleList(req, res, context);
+    });
+  }
   server.Post(p + "/directories", [context](const httplib::Request& req, httplib::Response& res) {
     HandleCreate(req, res, context);
   });

@@ -35,23 +35,7 @@ bool MakeDirectories(const std::string& host_path, mode_t mode) {
 
 bool ApplyOwnershipAndMode(const std::string& host_path, const std::string& owner,
                            const std::string& group, long long mode_decimal,
-                           std::string* error) {
-  if (!owner.empty() || !group.empty()) {
-    uid_t uid = static_cast<uid_t>(-1);
-    gid_t gid = static_cast<gid_t>(-1);
-    if (!owner.empty() && !LookupUser(owner, &uid)) {
-      *error = "user: unknown user " + owner;
-      return false;
-    }
-    if (!group.empty() && !LookupGroup(group, &gid)) {
-      *error = "group: unknown group " + group;
-      return false;
-    }
-    if (lchown(host_path.c_str(), uid, gid) != 0) {
-      *error = std::string("chown: ") + strerror(errno);
-      return false;
-    }
-  }
+                           const ExecdRelease& release, std::string* error) {
   if (mode_decimal != 0) {
     mode_t mode;
     if (!DecimalOctalToMode(mode_decimal, &mode)) {
@@ -62,6 +46,30 @@ bool ApplyOwnershipAndMode(const std::string& host_path, const std::string& owne
       *error = "chmod: " + std::string(strerror(errno));
       return false;
     }
+  }
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+  const bool user_known = owner.empty() || LookupUser(owner, &uid);
+  const bool group_known = group.empty() || LookupGroup(group, &gid);
+  if (release.chown_only_named) {  // utils.go SetFileOwnership at v1.0.19
+    if (!user_known) {
+      *error = "failed to lookup user " + owner + ": user: unknown user " + owner;
+      return false;
+    }
+    if (!group_known) {
+      *error = "failed to lookup group " + group + ": group: unknown group " + group;
+      return false;
+    }
+    if (owner.empty() && group.empty()) return true;
+  } else if (uid == static_cast<uid_t>(-1) && gid == static_cast<gid_t>(-1)) {
+    // utils.go SetFileOwnership at v1.0.18: unknown names were only logged, and with no
+    // id found the file went to execd's own user.
+    uid = getuid();
+    gid = getgid();
+  }
+  if (chown(host_path.c_str(), uid, gid) != 0) {
+    *error = std::string("failed to set owner/group: ") + strerror(errno);
+    return false;
   }
   return true;
 }

@@ -60,7 +60,13 @@ void HandleInfo(const httplib::Request& req, httplib::Response& res, ExecdContex
     if (!MapPathOrReject(context, path, &mapped, res)) return;
     GoJsonWriter info;
     if (!WriteFileInfo(info, mapped.host, mapped.sandbox)) {
-      SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + path);
+      if (context->release.missing_path_404) {
+        SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + path);
+      } else {  // before cdd490dc (1.0.19) GetFileInfo's error was not wrapped
+        SendExecdError(res, 500, "RUNTIME_ERROR",
+                       "error getting file info: file not found: " + path +
+                           ": lstat " + mapped.sandbox + ": no such file or directory");
+      }
       return;
     }
     infos[path] = info.Take();
@@ -123,6 +129,7 @@ void HandlePermissions(const httplib::Request& req, httplib::Response& res,
     std::string error;
     if (!ApplyOwnershipAndMode(mapped.host, StringMember(it->value, "owner"),
                                StringMember(it->value, "group"), IntMember(it->value, "mode"),
+                               context->release,
                                &error)) {
       SendExecdError(res, 500, "RUNTIME_ERROR", "error changing permissions of " + path + ": " + error);
       return;
@@ -146,7 +153,13 @@ void HandleMove(const httplib::Request& req, httplib::Response& res, ExecdContex
     if (!MapPathOrReject(context, dest, &to, res)) return;
     struct stat st;
     if (lstat(from.host.c_str(), &st) != 0) {
-      SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + src);
+      if (context->release.missing_path_404) {
+        SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + src);
+      } else {  // before 9aad0a75 (1.0.19): RenameFile's error, answered as a 500
+        SendExecdError(res, 500, "RUNTIME_ERROR",
+                       "error renaming file: source path not found: " + src +
+                           ": stat " + from.sandbox + ": no such file or directory");
+      }
       return;
     }
     if (lstat(to.host.c_str(), &st) == 0) {

@@ -46,7 +46,7 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, ExecdCont
     if (it != doc.MemberEnd() && it->value.IsString()) cwd = it->value.GetString();
     it = doc.FindMember("command");
     // Before 1.0.19 execd has no such field: a plain shell runs.
-    if (it != doc.MemberEnd() && it->value.IsString() && context->pty_api == PtyApi::kFull) {
+    if (it != doc.MemberEnd() && it->value.IsString() && context->release.pty_api == PtyApi::kFull) {
       command = it->value.GetString();
     }
   }
@@ -106,7 +106,7 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
   PtySocketOptions options;
   options.pipe_mode = req.has_param("pty") && req.get_param_value("pty") == "0";
   options.takeover = req.has_param("takeover") && req.get_param_value("takeover") == "1" &&
-                     context->pty_api == PtyApi::kFull;  // 1.0.19 on
+                     context->release.pty_api == PtyApi::kFull;  // 1.0.19 on
   if (req.has_param("since")) {
     char* end = nullptr;
     const std::string since = req.get_param_value("since");
@@ -131,6 +131,7 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
   }
   if (faults.pty_drop_after_bytes > 0) {
     options.drop_after_bytes = static_cast<uint64_t>(faults.pty_drop_after_bytes);
+    options.stale_hold_ms = faults.pty_stale_hold_ms;
     std::string ignored;
     context->faults->Update(R"({"pty_drop_after_bytes":0})", &ignored);  // once
   }
@@ -171,7 +172,7 @@ void HandleRecordedOutput(const httplib::Request& req, httplib::Response& res, E
 }  // namespace
 
 void RegisterPtyRoutes(httplib::Server& server, ExecdContext* context) {
-  if (context->pty_api == PtyApi::kNone) return;  // gin's plain 404 answers
+  if (context->release.pty_api == PtyApi::kNone) return;  // gin's plain 404 answers
   const std::string p = kExecdRoutePrefix;
   server.Post(p + "/pty", [context](const httplib::Request& req, httplib::Response& res) {
     HandleCreate(req, res, context);

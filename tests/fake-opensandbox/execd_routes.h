@@ -48,10 +48,13 @@ bool MapPathOrReject(ExecdContext* context, const std::string& path,
 // mkdir -p; returns false (errno set) on failure.
 bool MakeDirectories(const std::string& host_path, mode_t mode);
 
-// Applies owner/group (names or numbers, may be empty) and a decimal-written octal
-// mode (0 = leave as is). Returns false with a message on failure.
+// execd's ChmodFile: a decimal-written octal mode (0 = leave as is) first, then the
+// ownership as `release` sets it (ExecdRelease::chown_only_named): from 1.0.19 a chown
+// only to the names given, an unknown one an error; before, unknown names only logged
+// and, with neither name known, a chown to execd's own uid:gid. Returns false with a
+// message on failure.
 bool ApplyOwnershipAndMode(const std::string& host_path, const std::string& owner,
                            const std::string& group, long long mode_decimal,
-                           std::string* error);
+                           const ExecdRelease& release, std::string* error);
 
 }  // namespace fake_opensandbox

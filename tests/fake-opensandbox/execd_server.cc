@@ -11,7 +11,7 @@ namespace fake_opensandbox {
 
 struct ExecdServer::State {
   State(const ExecdServerOptions& options, const std::string& host_root)
-      : commands(options.clock, options.keep_blank_lines, options.log_dir),
+      : commands(options.clock, options.release.keep_blank_lines, options.log_dir),
         code(options.jupyter, options.log_dir, options.stats) {
     context.clock = options.clock;
     context.paths = SandboxPaths(host_root);
@@ -19,8 +19,7 @@ struct ExecdServer::State {
     context.code = &code;
     context.sessions = &sessions;
     context.ptys = &ptys;
-    context.session_api = options.session_api;
-    context.pty_api = options.pty_api;
+    context.release = options.release;
     context.faults = options.faults;
     context.stats = options.stats;
     context.staging_dir = options.staging_dir;

@@ -23,7 +23,7 @@ namespace fake_opensandbox {
 
 struct ExecdServerOptions {
   ServerClock clock;
-  bool keep_blank_lines = true;   // execd >= 1.0.17 framing
+  ExecdRelease release;           // the execd release it plays (fake_config.h)
   std::string access_token;       // empty: no X-EXECD-ACCESS-TOKEN check
   int64_t ready_after = 2;
   int64_t sse_grace_ms = 1000;
@@ -33,8 +33,6 @@ struct ExecdServerOptions {
   std::string log_dir;            // background command logs
   std::string staging_dir;        // upload temp files
   JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
-  SessionApi session_api = SessionApi::kCommand;
-  PtyApi pty_api = PtyApi::kFull;
 };
 
 class ExecdServer {

@@ -82,7 +82,6 @@ void DriveSessionRun(std::shared_ptr<BashSession> session, RunRequest run, std::
     ~Counted() { --stats->session_runs_active; }
   } counted{context->stats.get()};
   SpawnOptions options;
-  options.command = SessionScript(run.command);
   std::string cwd;
   {
     std::lock_guard<std::mutex> lock(session->mu);
@@ -93,7 +92,20 @@ void DriveSessionRun(std::shared_ptr<BashSession> session, RunRequest run, std::
   std::string error;
   SpawnedProcess process;
   bool spawned = MapDirectory(context, cwd, &mapped, false, &error);
+  // As execd: the run is a script file in the sandbox's /tmp, run by path and never
+  // removed (runtime/bash_session.go, os.CreateTemp).
+  std::string script_host_path;
+  if (spawned && !WriteSessionScriptFile(context->paths.host_root() + "/tmp",
+                                         SessionScript(options.env, run.command), &script_host_path)) {
+    error = "error running in session. create script file: " + std::string(strerror(errno));
+    spawned = false;
+  }
   if (spawned) {
+    // A chrooted run (the fake as root) sees the sandbox's /tmp as /tmp.
+    const std::string seen = geteuid() == 0
+                                 ? "/tmp/" + script_host_path.substr(script_host_path.rfind('/') + 1)
+                                 : script_host_path;
+    options.command = "exec 2>&1; exec bash --noprofile --norc '" + seen + "'";
     options.host_cwd = mapped.host;
     options.chroot_dir = context->paths.host_root();
     options.chroot_cwd = mapped.sandbox;
@@ -244,7 +256,7 @@ void HandleRun(const httplib::Request& req, httplib::Response& res, ExecdContext
     return;
   }
   RunRequest run;
-  const bool v108 = context->session_api == SessionApi::kCode;
+  const bool v108 = context->release.session_api == SessionApi::kCode;
   auto command = doc.FindMember(v108 ? "code" : "command");
   if (command != doc.MemberEnd() && command->value.IsString()) run.command = command->value.GetString();
   auto cwd = doc.FindMember("cwd");
@@ -303,7 +315,7 @@ bool DeleteBashSession(ExecdContext* context, const std::string& id) {
 }
 
 void RegisterSessionRoutes(httplib::Server& server, ExecdContext* context) {
-  if (context->session_api == SessionApi::kNone) return;  // gin's plain 404 answers
+  if (context->release.session_api == SessionApi::kNone) return;  // gin's plain 404 answers
   const std::string p = kExecdRoutePrefix;
   server.Post(p + "/session", [context](const httplib::Request& req, httplib::Response& res) {
     HandleCreate(req, res, context);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -75,6 +76,24 @@ struct UploadParts {
 };
 
 // Moves `temp` to `target`, falling back to a copy across filesystems.
+// The umask the fake's process runs with, read without changing it (umask(2) would,
+// for every thread at once).
+mode_t ProcessUmask() {
+  static const mode_t mask = [] {
+    mode_t found = 022;
+    if (FILE* status = fopen("/proc/self/status", "re")) {
+      char line[256];
+      while (fgets(line, sizeof line, status)) {
+        unsigned value;
+        if (sscanf(line, "Umask: %o", &value) == 1) found = static_cast<mode_t>(value);
+      }
+      fclose(status);
+    }
+    return found;
+  }();
+  return mask;
+}
+
 bool MoveIntoPlace(const std::string& temp, const std::string& target) {
   if (rename(temp.c_str(), target.c_str()) == 0) return true;
   if (errno != EXDEV) return false;
@@ -236,10 +255,14 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
       if (lchown(mapped.host.c_str(), old.st_uid, old.st_gid) != 0) {
         // Not fatal: a non-root fake cannot give files away.
       }
+    } else {
+      // filesystem_upload.go opens a new file with os.ModePerm: 0777 less the umask.
+      chmod(mapped.host.c_str(), 0777 & ~ProcessUmask());
     }
+    // Then ChmodFile, as for /files/permissions: before 1.0.19 that always chowns.
     std::string error;
     if (!ApplyOwnershipAndMode(mapped.host, get_string("owner"), get_string("group"), mode,
-                               &error)) {
+                               context->release, &error)) {
       SendExecdError(res, 500, "RUNTIME_ERROR", "error setting permissions of " + path + ": " + error);
       return;
     }

@@ -37,10 +37,29 @@ struct FakeConfig {
   bool exit_on_stdin_eof = false;
 };
 
-// execd >= 1.0.17 sends blank lines as "\n"; older versions drop them.
-bool ExecdKeepsBlankLines(const std::string& version);
-// Which bash-session API an execd version serves (docs/opensandbox.md §2.15).
-SessionApi ExecdSessionApi(const std::string& version);
-PtyApi ExecdPtyApi(const std::string& version);
+// What one execd release does where releases differ (docs/opensandbox.md, "execd
+// releases"; each field names the upstream commit that changed it). Every execd route
+// reads the release from here, so `--execd-version` plays the whole release.
+struct ExecdRelease {
+  bool keep_blank_lines = true;        // 1.0.17: blank lines sent as "\n", dropped before
+  SessionApi session_api = SessionApi::kCommand;
+  PtyApi pty_api = PtyApi::kFull;
+  // 1.0.19 (987154ee): POST /directories leaves a directory that exists as it is; before,
+  // MakeDir ran MkdirAll and then always ChmodFile (chmod to the mode, chown as below).
+  bool mkdir_leaves_existing = true;
+  // 1.0.19 (c6332b40): SetFileOwnership chowns only to what the request names, and an
+  // unknown user or group is an error; before, both empty or both unknown meant a chown
+  // to execd's own uid:gid, and an unknown name was only logged.
+  bool chown_only_named = true;
+  // 1.0.19 (cdd490dc, 9aad0a75): /files/info and /files/mv of a missing path answer 404
+  // FILE_NOT_FOUND; before, 500 RUNTIME_ERROR (the error was not wrapped).
+  bool missing_path_404 = true;
+  // 1.0.19 (83beafec, 1505483a): GET /directories/list exists; before, gin's plain 404.
+  bool directory_list = true;
+};
+
+// The release `version` ("1.0.18", "v1.0.8") plays; a version between two known ones
+// behaves as the older of them.
+ExecdRelease ReleaseOf(const std::string& version);
 
 }  // namespace fake_opensandbox

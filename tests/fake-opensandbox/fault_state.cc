@@ -71,6 +71,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.slow_interrupt_ms = static_cast<int64_t>(value);
     } else if (key == "pty_drop_after_bytes") {
       next.pty_drop_after_bytes = static_cast<int64_t>(value);
+    } else if (key == "pty_stale_hold_ms") {
+      next.pty_stale_hold_ms = static_cast<int64_t>(value);
     } else if (key == "pty_refuse_upgrade") {
       next.pty_refuse_upgrade = value != 0;
     } else if (key == "pty_stall_reads_ms") {
@@ -119,6 +121,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.slow_interrupt_ms);
   w.Key("pty_drop_after_bytes");
   w.Int64(f.pty_drop_after_bytes);
+  w.Key("pty_stale_hold_ms");
+  w.Int64(f.pty_stale_hold_ms);
   w.Key("pty_refuse_upgrade");
   w.Bool(f.pty_refuse_upgrade);
   w.Key("pty_stall_reads_ms");

@@ -22,6 +22,7 @@ struct Faults {
   bool kernel_dies_mid_run = false;      // a /code run's kernel is killed after its first output
   int64_t slow_interrupt_ms = 0;         // a code context's interrupt reaches its kernel this late
   int64_t pty_drop_after_bytes = 0;      // the next terminal WebSocket is dropped after N output bytes (once)
+  int64_t pty_stale_hold_ms = 0;         // that drop leaves the terminal held N ms (execd's read deadline)
   bool pty_refuse_upgrade = false;       // terminal WebSockets are answered 503 instead of upgraded
   int64_t pty_stall_reads_ms = 0;        // terminal WebSockets read nothing from the client for N ms after connecting
   int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes

@@ -73,11 +73,6 @@ bool LookupUser(const std::string& name, uid_t* uid) {
     *uid = pw.pw_uid;
     return true;
   }
-  unsigned long number;
-  if (ParseNumber(name, &number)) {
-    *uid = static_cast<uid_t>(number);
-    return true;
-  }
   return false;
 }
 
@@ -86,11 +81,6 @@ bool LookupGroup(const std::string& name, gid_t* gid) {
   std::vector<char> buf(16384);
   if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &result) == 0 && result) {
     *gid = gr.gr_gid;
-    return true;
-  }
-  unsigned long number;
-  if (ParseNumber(name, &number)) {
-    *gid = static_cast<gid_t>(number);
     return true;
   }
   return false;

@@ -27,7 +27,8 @@ bool DecimalOctalToMode(long long decimal, mode_t* mode);
 
 std::string UserName(uid_t uid);
 std::string GroupName(gid_t gid);
-// Name or number -> id; false when unknown.
+// Name -> id, as Go's user.Lookup and user.LookupGroup: a number is not a name, so "1000"
+// is unknown unless a user of that name exists. False when unknown.
 bool LookupUser(const std::string& name, uid_t* uid);
 bool LookupGroup(const std::string& name, gid_t* gid);
 

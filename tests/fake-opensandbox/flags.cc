@@ -35,22 +35,18 @@ std::vector<int> VersionParts(const std::string& version) {
 
 }  // namespace
 
-bool ExecdKeepsBlankLines(const std::string& version) {
-  return VersionParts(version) >= std::vector<int>{1, 0, 17};
-}
-
-PtyApi ExecdPtyApi(const std::string& version) {
-  const std::vector<int> parts = VersionParts(version);
-  if (parts >= std::vector<int>{1, 0, 19}) return PtyApi::kFull;
-  if (parts >= std::vector<int>{1, 0, 10}) return PtyApi::kBasic;
-  return PtyApi::kNone;
-}
-
-SessionApi ExecdSessionApi(const std::string& version) {
-  const std::vector<int> parts = VersionParts(version);
-  if (parts >= std::vector<int>{1, 0, 9}) return SessionApi::kCommand;
-  if (parts >= std::vector<int>{1, 0, 8}) return SessionApi::kCode;
-  return SessionApi::kNone;
+ExecdRelease ReleaseOf(const std::string& version) {
+  const std::vector<int> v = VersionParts(version);
+  auto since = [&v](int patch) { return v >= std::vector<int>{1, 0, patch}; };
+  ExecdRelease release;
+  release.keep_blank_lines = since(17);
+  release.session_api = since(9) ? SessionApi::kCommand : since(8) ? SessionApi::kCode : SessionApi::kNone;
+  release.pty_api = since(19) ? PtyApi::kFull : since(10) ? PtyApi::kBasic : PtyApi::kNone;
+  release.mkdir_leaves_existing = since(19);
+  release.chown_only_named = since(19);
+  release.missing_path_404 = since(19);
+  release.directory_list = since(19);
+  return release;
 }
 
 std::string HelpText() {
@@ -67,11 +63,14 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --port N                 lifecycle port (0 = any free port; default 0)
   --api-key KEY            require OPEN-SANDBOX-API-KEY: KEY (default: no auth);
                            repeat to accept several keys
-  --execd-version V        execd line framing: 1.0.19 (default) sends blank lines as
-                           "\n"; 1.0.16 or older drops them. Bash sessions: none
-                           before 1.0.8; 1.0.8's run request takes `code`.
-                           Terminals: none before 1.0.10; takeover and
-                           `command` from 1.0.19
+  --execd-version V        the execd release every sandbox plays (default 1.0.19;
+                           1.0.8, 1.0.13 and 1.0.18 are the older profiles): blank
+                           lines kept from 1.0.17; bash sessions from 1.0.8 (1.0.8's
+                           run takes `code`); terminals from 1.0.10, takeover and
+                           `command` from 1.0.19; before 1.0.19 POST /directories
+                           chmods and chowns a directory that exists, a chmod without
+                           owner chowns to execd's user, a missing path is a 500
+                           and /directories/list does not exist (README.md)
   --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
   --runtime docker|kubernetes
                            pause/resume and error-code flavour (default docker)

@@ -36,7 +36,7 @@ PtySession::~PtySession() {
 
 bool PtySession::Held() {
   std::lock_guard<std::mutex> lock(mu_);
-  return client_ != nullptr;
+  return client_ != nullptr || std::chrono::steady_clock::now() < stale_until_;
 }
 
 bool PtySession::running() {
@@ -57,13 +57,14 @@ PtySession::Attached PtySession::Attach(std::shared_ptr<PtyClient> client, bool 
     out.error = "pty session " + id_ + " not found";
     return out;
   }
-  if (client_) {
+  if (client_ || std::chrono::steady_clock::now() < stale_until_) {
     if (!takeover) {
       out.error = "another client is already connected to pty session " + id_;
       return out;
     }
-    client_->QueueEvict();
+    if (client_) client_->QueueEvict();
     client_.reset();
+    stale_until_ = {};
   }
   if (pid_ <= 0 && !StartLocked(pipe_mode, start, &out.error)) return out;
   out.ok = true;
@@ -85,9 +86,11 @@ std::string PtySession::Recorded(uint64_t* from) {
   return ring_;
 }
 
-void PtySession::Detach(const PtyClient* client) {
+void PtySession::Detach(const PtyClient* client, int64_t stale_hold_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (client_.get() == client) client_.reset();
+  if (client_.get() != client) return;
+  client_.reset();
+  if (stale_hold_ms > 0) stale_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(stale_hold_ms);
 }
 
 bool PtySession::StartLocked(bool pipe_mode, const PtyStart& start, std::string* error) {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,8 +76,11 @@ class PtySession : public std::enable_shared_from_this<PtySession> {
   };
   Attached Attach(std::shared_ptr<PtyClient> client, bool takeover, bool pipe_mode, uint64_t since,
                   const PtyStart& start);
-  // The client left (or was evicted): output goes on into the buffer only.
-  void Detach(const PtyClient* client);
+  // The client left (or was evicted): output goes on into the buffer only. With
+  // `stale_hold_ms` > 0 the session still counts as held that long, as execd holds a
+  // connection that died without a close until its read deadline (the
+  // pty_stale_hold_ms fault).
+  void Detach(const PtyClient* client, int64_t stale_hold_ms = 0);
 
   // What the client sends. False when stdin cannot be written (STDIN_WRITE_FAILED).
   bool WriteStdin(const std::string& bytes);
@@ -103,6 +107,7 @@ class PtySession : public std::enable_shared_from_this<PtySession> {
   std::string ring_;        // the last ≤ kReplayBytes bytes of output, in order
   uint64_t total_ = 0;      // every output byte ever
   std::shared_ptr<PtyClient> client_;
+  std::chrono::steady_clock::time_point stale_until_;  // held by a dead connection until then
   uint64_t client_lag_bytes_ = 0;  // PtyStart::exit_overtakes_bytes of the client
   std::string held_back_;          // output the client is owed and not yet sent
   pid_t pid_ = -1;          // the running shell, -1 when none

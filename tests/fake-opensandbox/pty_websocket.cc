@@ -97,8 +97,8 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
   }
   size_t QueuedBytes() const override { return queued_.load(); }
 
-  void Finish() {
-    if (!detached_) session_->Detach(this);
+  void Finish(int64_t stale_hold_ms = 0) {
+    if (!detached_) session_->Detach(this, stale_hold_ms);
     detached_ = true;
     // httplib still has the connection's other descriptor: shut the socket itself down,
     // so the client sees the end now, and stop the loop (its timers would keep it).
@@ -233,7 +233,7 @@ class TerminalSocket final : public PtyClient, public std::enable_shared_from_th
       const uint64_t limit = self->options_.drop_after_bytes;
       if (ec || (limit > 0 && self->sent_ >= limit)) {  // the drop_after fault: gone, no close frame
         self->writing_ = false;
-        return self->Finish();
+        return self->Finish(ec ? 0 : self->options_.stale_hold_ms);
       }
       self->WriteNext();
     });

@@ -21,6 +21,7 @@ struct PtySocketOptions {
   bool takeover = false;   // ?takeover=1
   uint64_t drop_after_bytes = 0;  // > 0: the connection is dropped (no close frame) after this much output
   int64_t stall_reads_ms = 0;     // > 0: nothing is read from the client for this long after connecting
+  int64_t stale_hold_ms = 0;      // > 0: a drop (drop_after_bytes) leaves the session held this long
 };
 
 // Takes the connection of `req` over (its descriptor `socket_fd` is dup'ed; httplib's

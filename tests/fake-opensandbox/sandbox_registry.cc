@@ -130,9 +130,17 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
     *error = "create sandbox directory: " + std::string(strerror(errno));
     return false;
   }
-  // What an image normally has, so paths like /tmp/x and ~/x work out of the box.
-  mkdir((info.host_root + "/tmp").c_str(), 01777);
-  chmod((info.host_root + "/tmp").c_str(), 01777);
+  // The tree a Debian image has (the system directories bound in for commands aside),
+  // so a `cwd` of /var or a path under /home works as it would on a real server.
+  for (const char* dir : {"/boot", "/home", "/media", "/mnt", "/run", "/srv", "/var",
+                          "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/opt",
+                          "/var/spool"}) {
+    mkdir((info.host_root + dir).c_str(), 0755);
+  }
+  for (const char* dir : {"/tmp", "/var/tmp"}) {
+    mkdir((info.host_root + dir).c_str(), 01777);
+    chmod((info.host_root + dir).c_str(), 01777);
+  }
   mkdir((info.host_root + "/root").c_str(), 0700);
   std::string logs = logs_dir_ + "/" + info.id;
   mkdir(logs.c_str(), 0700);
@@ -145,9 +153,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
                                                        : SandboxGate::State::kRunning);
   ExecdServerOptions options;
   options.clock = clock_;
-  options.keep_blank_lines = ExecdKeepsBlankLines(config_.execd_version);
-  options.session_api = ExecdSessionApi(config_.execd_version);
-  options.pty_api = ExecdPtyApi(config_.execd_version);
+  options.release = ReleaseOf(config_.execd_version);
   options.access_token = config_.execd_token;
   options.ready_after = config_.execd_ready_after;
   options.sse_grace_ms = config_.sse_grace_ms;

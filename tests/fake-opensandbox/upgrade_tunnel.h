@@ -1,11 +1,12 @@
 #pragma once
 
-// The server proxy's WebSocket path (docs/opensandbox.md §1.10): an upgrade request is
-// passed to the sandbox's listener and, from then on, the two connections are joined
-// byte for byte in both directions, the handshake's answer included. So whatever execd
-// answers (101, its 404 or 409 before the upgrade) and every frame and close code reach
-// the client as execd sent them; docs/mapping.md "Terminals" names this as an
-// assumption about the real server.
+// The server proxy's WebSocket path (docs/opensandbox.md §1.10), as upstream's proxy.py
+// does it: the upgrade is passed to the sandbox's listener; when execd takes it (101),
+// its answer reaches the client and the two connections are joined byte for byte, so
+// every frame and execd's own close codes (1000, 4001) pass as execd sent them. When
+// execd refuses the handshake (its 401, 404, 409) the proxy still completes the client's
+// upgrade and closes it with 1008 and an empty reason; when execd cannot be reached,
+// with 1011. The client never sees execd's status.
 
 #include <httplib.h>
 
@@ -16,9 +17,9 @@ namespace fake_opensandbox {
 // Whether `req` asks for a WebSocket (GET, "Upgrade: websocket", "Connection: upgrade").
 bool IsWebSocketUpgrade(const httplib::Request& req);
 
-// Takes the connection of `req` over and joins it to a new connection to the target,
-// until either side ends (httplib's own answer, written after this returns, reaches
-// nobody). False, with the connection untouched, when the target cannot be reached.
+// Takes the connection of `req` over and serves it as above (httplib's own answer,
+// written after this returns, reaches nobody). False, with the connection untouched,
+// only when the request's own socket cannot be found.
 bool TunnelUpgrade(const httplib::Request& req, const ForwardTarget& target);
 
 }  // namespace fake_opensandbox

@@ -54,7 +54,8 @@ void EarlyWrite::Upload() {
     status = target.error();
   } else {
     status = target->execd.UploadMade(target->upload_path, shared_from_this(),
-                                      target->upload_mode, &complete, &cancel_);
+                                      target->upload_mode, &complete, &cancel_, /*open_ended=*/false,
+                                      target->upload_owner);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

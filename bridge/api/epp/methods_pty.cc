@@ -77,7 +77,7 @@ Result<std::string> PtyOpen(Request& req) {
   spec.cwd = cwd.value_or("");
   ABX_ASSIGN_OR_RETURN(auto term, p.String("term"));
   if (term && term->empty()) return InvalidParams("term", "term must not be empty");
-  spec.term = term.value_or("xterm-256color");
+  spec.term = term.value_or("");  // TerminalCommand's default where the host names none
   ABX_ASSIGN_OR_RETURN(auto env, p.StringMap("env"));
   if (env) spec.env = std::move(*env);
   ABX_ASSIGN_OR_RETURN(auto command, p.String("command"));

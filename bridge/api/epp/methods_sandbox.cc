@@ -47,8 +47,9 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spe
     const std::string key(m.name.GetString(), m.name.GetStringLength());
     const config::Field* field = config::FindField(key);
     if (field == nullptr || !field->per_request) {
-      return in_options(MakeError(ErrorCode::kUnsupported,
-                                   "provider_options." + key + " is not an option a request may set"));
+      Error refused = MakeError(ErrorCode::kUnsupported, "provider_options." + key + " is not an option a request may set");
+      refused.field = key;
+      return in_options(std::move(refused));
     }
     const std::string value = m.value.IsString()
                                   ? std::string(m.value.GetString(), m.value.GetStringLength())

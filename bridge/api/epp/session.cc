@@ -13,6 +13,7 @@
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/code.h"
+#include "bridge/core/run_queue.h"
 #include "bridge/core/shells.h"
 #include "bridge/core/terminals.h"
 #include "common/version.h"
@@ -239,11 +240,43 @@ void Session::HandleCancel(const rapidjson::Value* params) {
   if (request) request->cancel().Cancel();
 }
 
+namespace {
+
+// The line a request takes its place in as it arrives, here on the session's reader, so
+// that requests sent one after another run in that order whatever the pool's threads do
+// (docs/epp1.md §3: the runs of a code context, the commands of a shell). A request whose
+// params name no such line takes none here; one that names it wrongly learns so from its
+// handler, which gives the place up.
+std::shared_ptr<core::RunPlace> PlaceInLine(core::EndpointCache* upstream, const std::string& method,
+                                            const rapidjson::Value* params) {
+  if (!upstream || !params || !params->IsObject()) return nullptr;
+  auto text = [params](const char* key) -> std::string {
+    const rapidjson::Value* value = json::GetMember(*params, key);
+    return value && value->IsString() ? value->GetString() : "";
+  };
+  const std::string sandbox = text("sandbox_id");
+  if (sandbox.empty()) return nullptr;
+  std::shared_ptr<core::RunQueue> queue;
+  if ((method == "exec.start" || method == "exec.run") && !text("shell_id").empty()) {
+    queue = upstream->shells().Queue(sandbox, text("shell_id"));
+  } else if (method == "code.run") {
+    const std::string context = text("context_id");
+    const std::string language = text("language");
+    queue = upstream->code().Queue(sandbox, !context.empty() ? context : "default:" + (language.empty() ? "python" : language));
+  }
+  if (!queue) return nullptr;
+  auto place = core::RunPlace::Take(std::move(queue));
+  return place.ok() ? std::move(place).value() : nullptr;  // a full line: the run says so
+}
+
+}  // namespace
+
 void Session::Dispatch(std::string id_json, std::string method,
                        std::shared_ptr<rapidjson::Document> doc, const rapidjson::Value* params,
                        std::shared_ptr<EarlyWrite> early_write) {
   auto request = std::make_shared<Request>(this, id_json, std::move(method), std::move(doc), params,
                                            std::move(early_write));
+  request->set_run_place(PlaceInLine(upstream_.get(), request->method(), params));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++running_;

@@ -27,6 +27,7 @@ namespace abx::core {
 class TerminalHolder;
 class BridgeCore;
 class EndpointCache;
+class RunPlace;
 }  // namespace abx::core
 
 namespace abx::epp {
@@ -89,6 +90,10 @@ class Request {
   void Notify(std::string_view method, std::string_view params_json);
   // The same for a whole line made with NotificationStart/End (no further copy).
   void NotifyLine(std::string line);
+  // The place in line of a shell command or a code run, taken as the line arrived
+  // (Session::Dispatch); null for other requests. Its handler takes it into the run.
+  std::shared_ptr<core::RunPlace> TakeRunPlace() { return std::move(run_place_); }
+  void set_run_place(std::shared_ptr<core::RunPlace> place) { run_place_ = std::move(place); }
 
  private:
   Session* session_;
@@ -97,6 +102,7 @@ class Request {
   std::shared_ptr<rapidjson::Document> doc_;
   const rapidjson::Value* params_;
   std::shared_ptr<EarlyWrite> early_write_;
+  std::shared_ptr<core::RunPlace> run_place_;
   CancelToken cancel_;
   std::atomic<bool> answered_{false};
   const bool attached_;

@@ -1,0 +1,155 @@
+#include "bridge/core/old_execd_files.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string_view>
+
+#include "bridge/core/sandbox_script.h"
+#include "bridge/core/shell_quote.h"
+
+namespace abx::core {
+namespace {
+
+// Paths per /files/info request: a long listing costs one request per this many entries,
+// and the query stays far below any proxy's URL limit for ordinary names.
+constexpr size_t kStatBatch = 64;
+
+// Each entry `find` prints starts with this byte, so a name that holds a newline (it
+// arrives as two lines) is put back together.
+constexpr char kEntryMark = '\036';
+
+std::vector<std::string> SplitEntries(const std::string& output) {
+  std::vector<std::string> entries;
+  size_t at = 0;
+  while (at < output.size()) {
+    size_t end = output.find('\n', at);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(at, end - at);
+    if (!line.empty() && line[0] == kEntryMark) {
+      entries.push_back(line.substr(1));
+    } else if (!entries.empty()) {
+      entries.back() += "\n" + line;
+    }
+    at = end + 1;
+  }
+  return entries;
+}
+
+// The /files/info of each path; one that vanished since `find` saw it is left out, as a
+// listing made a moment later would leave it out.
+Result<std::vector<opensandbox::FileInfo>> StatAll(opensandbox::ExecdClient& execd,
+                                                   const std::vector<std::string>& paths,
+                                                   const CancelToken* cancel) {
+  std::vector<opensandbox::FileInfo> infos;
+  for (size_t at = 0; at < paths.size(); at += kStatBatch) {
+    const std::vector<std::string> batch(paths.begin() + at,
+                                         paths.begin() + std::min(paths.size(), at + kStatBatch));
+    auto many = execd.StatMany(batch, cancel);
+    if (many.ok()) {
+      for (const std::string& path : batch) infos.push_back(std::move(many->at(path)));
+      continue;
+    }
+    if (many.error().code != ErrorCode::kNotFound) return many.error();
+    for (const std::string& path : batch) {
+      auto one = execd.Stat(path, cancel);
+      if (one.ok()) {
+        infos.push_back(std::move(one).value());
+      } else if (one.error().code != ErrorCode::kNotFound) {
+        return one.error();
+      }
+    }
+  }
+  return infos;
+}
+
+// The error a chown, chgrp or chmod in the sandbox printed, as the host should see it.
+Error ChangeFailed(const std::string& what, const std::string& output, const std::string& owner,
+                   const std::string& group) {
+  auto says = [&output](const char* a, const char* b) {
+    return output.find(a) != std::string::npos || output.find(b) != std::string::npos;
+  };
+  if (says("invalid user", "unknown user")) {
+    return InvalidParams("owner", "the sandbox has no user " + owner);
+  }
+  if (says("invalid group", "unknown group")) {
+    return InvalidParams("group", "the sandbox has no group " + group);
+  }
+  std::string text = output;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (says("No such file", "no such file")) return MakeError(ErrorCode::kNotFound, what + ": " + text);
+  return MakeError(ErrorCode::kUpstream, what + " failed" + (text.empty() ? "" : ": " + text));
+}
+
+}  // namespace
+
+bool ListingOrder(const std::string& a, const std::string& b) {
+  auto components = [](const std::string& path) {
+    std::vector<std::string_view> parts;
+    size_t at = 0;
+    while (at <= path.size()) {
+      size_t end = path.find('/', at);
+      if (end == std::string::npos) end = path.size();
+      parts.emplace_back(path.data() + at, end - at);
+      at = end + 1;
+    }
+    return parts;
+  };
+  const auto left = components(a), right = components(b);
+  return std::lexicographical_compare(left.begin(), left.end(), right.begin(), right.end());
+}
+
+Result<std::vector<opensandbox::FileInfo>> ListWithoutListRoute(opensandbox::ExecdClient& execd,
+                                                                const std::string& path, int depth,
+                                                                const CancelToken* cancel) {
+  // execd's own /files/info resolves the path (~, $VAR, relative) and says what it is.
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo root, execd.Stat(path, cancel));
+  if (root.type != "directory") {
+    return MakeError(ErrorCode::kUpstream, "list " + path + ": " +
+                                               (root.type == "symlink" ? "path is a symlink" : "path is not a directory"));
+  }
+  if (depth <= 0) return std::vector<opensandbox::FileInfo>{};
+  const std::string script =
+      "command -v find >/dev/null 2>&1 || { echo 'the sandbox has no find'; exit 127; }\n"
+      "find " + ShellQuote(root.path) + " -mindepth 1 -maxdepth " + std::to_string(depth) +
+      " -exec printf '\\036%s\\n' {} + 2>/dev/null\nexit 0";
+  int exit_code = -1;
+  ABX_ASSIGN_OR_RETURN(std::string output, RunSandboxScript(execd, script, &exit_code, cancel));
+  if (exit_code != 0) return ChangeFailed("list " + path, output, "", "");
+  std::vector<std::string> entries = SplitEntries(output);
+  std::sort(entries.begin(), entries.end(), ListingOrder);
+  return StatAll(execd, entries, cancel);
+}
+
+Status ChmodInSandbox(opensandbox::ExecdClient& execd, const std::string& path, int mode,
+                      const std::string& owner, const std::string& group, const CancelToken* cancel) {
+  const std::string quoted = ShellQuote(path);
+  std::string steps;
+  if (!owner.empty()) {
+    steps = "chown -- " + ShellQuote(group.empty() ? owner : owner + ":" + group) + " " + quoted;
+  } else if (!group.empty()) {
+    steps = "chgrp -- " + ShellQuote(group) + " " + quoted;
+  }
+  if (mode >= 0) {
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+    steps += (steps.empty() ? "" : " && ") + std::string("chmod -- ") + octal + " " + quoted;
+  }
+  int exit_code = -1;
+  ABX_ASSIGN_OR_RETURN(std::string output,
+                       RunSandboxScript(execd, "{ " + steps + "; } 2>&1", &exit_code, cancel));
+  if (exit_code != 0) return ChangeFailed("chmod " + path, output, owner, group);
+  return OkStatus();
+}
+
+Status RestoreOwner(opensandbox::ExecdClient& execd, const std::string& path, const std::string& owner,
+                    const std::string& group, const CancelToken* cancel) {
+  int exit_code = -1;
+  ABX_ASSIGN_OR_RETURN(std::string output,
+                       RunSandboxScript(execd, "chown -- " + ShellQuote(owner + ":" + group) + " " + ShellQuote(path) + " 2>&1",
+                                        &exit_code, cancel));
+  if (exit_code != 0) return ChangeFailed("keep the owner of " + path, output, owner, group);
+  return OkStatus();
+}
+
+}  // namespace abx::core

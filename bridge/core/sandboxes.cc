@@ -119,13 +119,21 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
                      ? Status(Cancelled("sandbox.create"))
                      : WaitUntilUsable(*created, deadline, cancel, progress);
   if (!ready.ok()) {
+    Error failed = ready.error();
+    if (spec.entrypoint.empty() && IsCodeInterpreterImage(ResolveImage(spec.template_name)) &&
+        failed.code == ErrorCode::kUpstream && failed.message.find("code 127") != std::string::npos) {
+      // The script is missing: images before code-interpreter v1.1.0 keep it elsewhere
+      // (docs/opensandbox.md §2.17); the contract fixes the entrypoint, the call can name it.
+      failed.message += "; a code-interpreter image older than v1.1.0 keeps its start script at " +
+                        std::string(kOldCodeInterpreterScript) + ": pass it as the call's entrypoint";
+    }
     // Never leak the half-made sandbox, whatever went wrong (uncancellable clean-up).
     Status killed = lifecycle_.Delete(id, nullptr);
     upstream_->Forget(id);
     log::Warn("sandbox.create_failed", {{"sandbox_id", id},
-                                        {"error", ready.error().message},
+                                        {"error", failed.message},
                                         {"killed", killed.ok() ? "yes" : killed.error().message}});
-    return ready.error();
+    return failed;
   }
   auto record = lifecycle_.Get(id, nullptr);
   opensandbox::SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();

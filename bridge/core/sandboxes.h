@@ -22,6 +22,8 @@ namespace abx::core {
 // Upstream's code-interpreter image starts Jupyter from this script; a sandbox made from
 // it must run it as its entrypoint (docs/opensandbox.md §2.13).
 inline constexpr const char* kCodeInterpreterScript = "/opt/code-interpreter/code-interpreter.sh";
+// Where images before code-interpreter v1.1.0 (v1.0.2 and older) keep it.
+inline constexpr const char* kOldCodeInterpreterScript = "/opt/opensandbox/code-interpreter.sh";
 
 // True when the image's repository name ends in "code-interpreter", whatever its
 // registry, tag or digest.

@@ -90,10 +90,22 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
       open.set_rows(rows);
     }
     if (const char* term = std::getenv("TERM")) open.set_term(term);
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     pb::OpenTerminalReply opened;
-    grpc::Status status = stub->Open(&context, open, &opened);
+    auto open_terminal = [&] {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      return stub->Open(&context, open, &opened);
+    };
+    grpc::Status status = open_terminal();
+    if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !open.term().empty() &&
+        status.error_message().find("terminal's term") != std::string::npos) {
+      // An execd before 1.0.19 cannot set the terminal's TERM: a person at a terminal
+      // would rather have the shell without it than nothing.
+      std::fprintf(stderr, "abx-opensandbox-bridge pty: the sandbox's execd is older than 1.0.19 and cannot "
+                           "set TERM; the shell gets its own\r\n");
+      open.clear_term();
+      status = open_terminal();
+    }
     if (!status.ok()) {
       std::fprintf(stderr, "abx-opensandbox-bridge pty: %s\n", status.error_message().c_str());
       return 1;

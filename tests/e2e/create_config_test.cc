@@ -119,5 +119,26 @@ TEST_F(CreateConfigTest, AnEntrypointTheImageLacksFailsAtOnceAndLeavesNoSandbox)
   EXPECT_NE(list.body.find("\"items\":[]"), std::string::npos) << list.body;
 }
 
+// The code-interpreter image before v1.1.0 keeps its start script elsewhere: the default
+// entrypoint fails there with a message that names the old path, and naming that path
+// as the call's entrypoint gives a working interpreter.
+TEST_F(CreateConfigTest, AnOlderCodeInterpreterImageSaysWhereItsScriptIsAndRunsWithIt) {
+  REQUIRE_FAKE("the fake's image catalogue");
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  MessagePtr r = shim->Request("sandbox.create", R"({"template":"opensandbox/code-interpreter:v1.0.2"})", Millis(30000));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8010") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("/opt/opensandbox/code-interpreter.sh"), std::string::npos) << r->raw;
+  const std::string sandbox = CreateSandbox(
+      shim, R"({"template":"opensandbox/code-interpreter:v1.0.2","entrypoint":["/opt/opensandbox/code-interpreter.sh"]})",
+      Millis(60000));
+  ASSERT_FALSE(sandbox.empty());
+  MessagePtr ran = shim->Request("code.run", JsonObject().Str("sandbox_id", sandbox).Str("code", "6 * 7").str(), Millis(60000));
+  ASSERT_NE(ran, nullptr);
+  ASSERT_FALSE(ran->IsError()) << ran->raw;
+  EXPECT_EQ(GetString(ran->result(), "results.0.data.text/plain"), "42") << ran->raw;
+}
+
 }  // namespace
 }  // namespace abx::e2e

@@ -34,6 +34,28 @@ void PrintSection(const std::string& title, const std::string& text) {
 
 }  // namespace
 
+std::string ExecdProfile() {
+  const char* profile = std::getenv("ABX_E2E_EXECD_VERSION");
+  return profile ? profile : "";
+}
+
+bool ExecdProfileAtLeast(const std::string& version) {
+  auto parts = [](const std::string& text) {
+    std::vector<int> out;
+    std::string v = !text.empty() && (text[0] == 'v' || text[0] == 'V') ? text.substr(1) : text;
+    size_t at = 0;
+    while (at <= v.size()) {
+      size_t dot = v.find('.', at);
+      if (dot == std::string::npos) dot = v.size();
+      out.push_back(std::atoi(v.substr(at, dot - at).c_str()));
+      at = dot + 1;
+    }
+    return out;
+  };
+  const std::string profile = ExecdProfile();
+  return profile.empty() || parts(profile) >= parts(version);
+}
+
 std::vector<std::string> TestEnv::FakeFlags() const { return {"--api-key", kApiKey}; }
 
 void TestEnv::SetUp() {

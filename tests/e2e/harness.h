@@ -48,7 +48,21 @@
   } else                                                                         \
     GTEST_SKIP() << "needs the fake server (" << (why) << "); the live tier has none"
 
+// Skips the current test when the suite's execd profile (ABX_E2E_EXECD_VERSION, the
+// fake's --execd-version; unset: the newest) is older than `version` ("1.0.19"): for a
+// test of what only newer execd does. The older profile's own behaviour is tested apart.
+#define REQUIRE_EXECD(version, why)                                              \
+  if (::abx::e2e::ExecdProfileAtLeast(version)) {                                \
+  } else                                                                         \
+    GTEST_SKIP() << "needs execd " << (version) << " (" << (why) << "); this run plays " \
+                 << ::abx::e2e::ExecdProfile()
+
 namespace abx::e2e {
+
+// The suite's execd profile ("" for the fake's default, the newest) and whether it is at
+// least `version`.
+std::string ExecdProfile();
+bool ExecdProfileAtLeast(const std::string& version);
 
 class TestEnv : public ::testing::Test {
  public:

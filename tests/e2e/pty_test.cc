@@ -51,6 +51,7 @@ class PtyTest : public TestEnv {
  protected:
   void SetUp() override {
     TestEnv::SetUp();
+    REQUIRE_EXECD("1.0.10", "terminals");
     ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 
@@ -247,6 +248,7 @@ TEST_F(PtyTest, TerminalsWithoutKeepCloseWithTheirSession) {
 }
 
 TEST_F(PtyTest, TermAndEnvReachTheShell) {
+  REQUIRE_EXECD("1.0.19", "a terminal's term, env and command");
   const std::string pty = Open(shim_, "\"term\":\"vt100\",\"env\":{\"GREETING\":\"hi there\"}");
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(shim_, pty, "echo \"[$TERM|$GREETING]\"\n"));
@@ -314,6 +316,7 @@ TEST_F(PtyTest, ATerminalWorksThroughTheServerProxyAndHealsThere) {
 // Another daemon (another build, or this one after a restart) attaching a terminal
 // takes execd's connection over: execd closes this bridge's connection with 4001.
 TEST_F(PtyTest, ATakeoverByAnotherBridgeDetachesTheHolderHere) {
+  REQUIRE_EXECD("1.0.19", "terminal takeover");
   const std::string pty = Open(shim_, "\"keep\":true");
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(shim_, pty, "echo here-$((8))\n"));
@@ -460,6 +463,7 @@ TEST_F(PtyTest, AHostThatStopsReadingLetsTheShellRunOnAndSeesAGap) {
 // the bridge: the bridge does not buffer a host's input without bound, and every byte
 // still arrives, in order.
 TEST_F(PtyTest, InputWaitsForASlowReaderAndArrivesInOrder) {
+  REQUIRE_EXECD("1.0.19", "a terminal's command");
   REQUIRE_FAKE("the pty_stall_reads_ms fault");
   constexpr int kBlocks = 32;  // of 1 MiB, each of one letter
   constexpr auto kStall = Millis(5000);
@@ -490,6 +494,7 @@ TEST_F(PtyTest, InputWaitsForASlowReaderAndArrivesInOrder) {
 // A full-screen program (top, redrawing in place with escape sequences) reaches the
 // host byte for byte as the terminal wrote it: the fake keeps its own record.
 TEST_F(PtyTest, AFullScreenProgramReachesTheHostByteForByte) {
+  REQUIRE_EXECD("1.0.19", "a terminal's command");
   REQUIRE_FAKE("the fake's record of a terminal's output");
   const std::string pty = Open(shim_, "\"cols\":120,\"rows\":40,\"command\":\"top -d 0.2 -n 6\"");
   ASSERT_FALSE(pty.empty());
@@ -514,6 +519,7 @@ TEST_F(PtyTest, AFullScreenProgramReachesTheHostByteForByte) {
 // execd's exit frame can overtake the last output (the pty_exit_overtakes_bytes fault):
 // pty.exit's offset then lies past the last byte delivered, by what was lost.
 TEST_F(PtyTest, OutputOvertakenByTheExitShowsInTheExitOffset) {
+  REQUIRE_EXECD("1.0.19", "a terminal's command");
   REQUIRE_FAKE("the pty_exit_overtakes_bytes fault");
   ASSERT_TRUE(fake().SetFaults(R"({"pty_exit_overtakes_bytes":10})"));
   const std::string pty = Open(shim_, "\"command\":\"sh -c 'echo first-line; sleep 0.3; printf last-bytes-0123456789; exit 6'\"");

@@ -23,6 +23,7 @@ class PtyTmuxTest : public TestEnv {
  protected:
   void SetUp() override {
     TestEnv::SetUp();
+    REQUIRE_EXECD("1.0.10", "terminals");
     ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
     tmux_ = "tmux -S " + root_dir() + "/tmux.sock";
   }

@@ -27,6 +27,7 @@ class ShellTest : public TestEnv {
  protected:
   void SetUp() override {
     TestEnv::SetUp();
+    REQUIRE_EXECD("1.0.9", "shells");
     ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 

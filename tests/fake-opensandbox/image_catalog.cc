@@ -23,6 +23,20 @@ bool IsCodeInterpreterImage(const std::string& image_uri) {
          repository.compare(repository.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string CodeInterpreterScriptOf(const std::string& image_uri) {
+  if (!IsCodeInterpreterImage(image_uri)) return "";
+  const std::string name = image_uri.substr(0, image_uri.find('@'));
+  const size_t colon = name.rfind(':');
+  const size_t slash = name.rfind('/');
+  if (colon == std::string::npos || (slash != std::string::npos && colon < slash)) return kCodeInterpreterScript;
+  // v1.0.0 to v1.0.2: the old layout.
+  const std::string tag = name.substr(colon + 1);
+  for (const char* old : {"v1.0.0", "v1.0.1", "v1.0.2", "1.0.0", "1.0.1", "1.0.2"}) {
+    if (tag == old) return kOldCodeInterpreterScript;
+  }
+  return kCodeInterpreterScript;
+}
+
 bool ImageHasProgram(const std::string& image_uri, const std::string& program) {
   if (program.empty()) return false;
   if (program.find('/') == std::string::npos) {
@@ -32,7 +46,9 @@ bool ImageHasProgram(const std::string& image_uri, const std::string& program) {
     return false;
   }
   if (program.front() != '/') return false;
-  if (program == kCodeInterpreterScript) return IsCodeInterpreterImage(image_uri);
+  if (program == kCodeInterpreterScript || program == kOldCodeInterpreterScript) {
+    return program == CodeInterpreterScriptOf(image_uri);
+  }
   for (const char* dir : kBaseDirs) {
     const std::string prefix = std::string(dir) + "/";
     if (program.compare(0, prefix.size(), prefix) == 0) return Executable(program);

@@ -9,7 +9,7 @@
 // Every image has a Debian-like base: the programs this host has in /usr/local/bin,
 // /usr/bin, /bin, /usr/sbin and /sbin (the fake runs commands as host processes, so a
 // sandbox sees exactly those). An image whose repository name ends in
-// "code-interpreter" also has its start script, /opt/code-interpreter/code-interpreter.sh.
+// "code-interpreter" also has its start script (CodeInterpreterScriptOf).
 
 #include <string>
 
@@ -20,8 +20,13 @@ namespace fake_opensandbox {
 // documents, and counts as missing.
 bool ImageHasProgram(const std::string& image_uri, const std::string& program);
 
-// The start script of the code-interpreter image.
+// The start script of the code-interpreter image: here from tag v1.1.0 on (and for a tag
+// that is no version, such as latest); v1.0.2 and older keep it at the old path (each
+// tag's Dockerfile).
 inline constexpr char kCodeInterpreterScript[] = "/opt/code-interpreter/code-interpreter.sh";
+inline constexpr char kOldCodeInterpreterScript[] = "/opt/opensandbox/code-interpreter.sh";
+// The start script a code-interpreter image has; "" for any other image.
+std::string CodeInterpreterScriptOf(const std::string& image_uri);
 
 // The repository name (no registry port, tag or digest) ends in "code-interpreter".
 bool IsCodeInterpreterImage(const std::string& image_uri);

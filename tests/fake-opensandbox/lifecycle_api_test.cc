@@ -390,17 +390,20 @@ TEST(LifecycleTest, AnEntrypointTheImageLacksFailsTheSandbox) {
   const std::string interpreter = create("registry.example.com:5000/opensandbox/code-interpreter:v1.1.0", script);
   const std::string shell_line = create("python:3.12-slim", R"(["tail -f /dev/null"])");
   const std::string unknown_program = create("python:3.12-slim", R"(["no-such-program-here"])");
+  // Image v1.0.2 and older keep the script at the old path (docker/code-interpreter/v1.0.2).
+  const std::string old_layout_new_path = create("opensandbox/code-interpreter:v1.0.2", script);
+  const std::string old_layout = create("opensandbox/code-interpreter:v1.0.2", R"(["/opt/opensandbox/code-interpreter.sh"])");
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   auto state = [&](const std::string& id) {
     return ParseJson(fake.lifecycle->Get(("/v1/sandboxes/" + id).c_str())->body);
   };
-  for (const std::string& id : {stock, wrong_path, unknown_program}) {
+  for (const std::string& id : {stock, wrong_path, unknown_program, old_layout_new_path}) {
     rapidjson::Document doc = state(id);
     EXPECT_STREQ(doc["status"]["state"].GetString(), "Failed") << id;
     EXPECT_STREQ(doc["status"]["reason"].GetString(), "CONTAINER_EXITED_ERROR");
     EXPECT_STREQ(doc["status"]["message"].GetString(), "Sandbox container exited with code 127");
   }
-  for (const std::string& id : {interpreter, shell_line}) {
+  for (const std::string& id : {interpreter, shell_line, old_layout}) {
     EXPECT_STREQ(state(id)["status"]["state"].GetString(), "Running") << id;
   }
   // The failed container's execd is gone with it.

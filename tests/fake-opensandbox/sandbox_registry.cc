@@ -165,7 +165,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   // running only when its script is the entrypoint.
   if (spec.image_uri && IsCodeInterpreterImage(*spec.image_uri)) {
     const bool script = !spec.resolved_entrypoint.empty() &&
-                        spec.resolved_entrypoint[0] == kCodeInterpreterScript;
+                        spec.resolved_entrypoint[0] == CodeInterpreterScriptOf(*spec.image_uri);
     options.jupyter = script ? JupyterState::kRunning : JupyterState::kNotStarted;
   }
   record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);

@@ -133,5 +133,53 @@ TEST(RunQueueTest, AtMostSixtyFourWait) {
   queue->Leave();
 }
 
+// Places taken in one order (as lines arrive on a session's reader) are served in that
+// order, whichever thread enters first; a place given up lets the next one through.
+TEST(RunQueueTest, PlacesAreServedInTheOrderTakenNotEntered) {
+  auto queue = std::make_shared<RunQueue>("shell", "the shell command");
+  constexpr int kPlaces = 16;
+  std::vector<std::shared_ptr<RunPlace>> places;
+  for (int i = 0; i < kPlaces; ++i) {
+    auto place = RunPlace::Take(queue);
+    ASSERT_TRUE(place.ok());
+    places.push_back(*place);
+  }
+  auto abandoned = RunPlace::Take(queue);  // taken last, dropped unentered: no one waits for it
+  ASSERT_TRUE(abandoned.ok());
+  abandoned->reset();
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = kPlaces - 1; i >= 0; --i) {  // entered in reverse
+    threads.emplace_back([&, i] {
+      CancelToken token;
+      ASSERT_TRUE(places[i]->Enter(0, &token).ok());
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(i);
+      }
+      queue->Leave();
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<int> expected;
+  for (int i = 0; i < kPlaces; ++i) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+  // A place dropped before it entered does not hold up the next.
+  auto first = RunPlace::Take(queue);
+  auto second = RunPlace::Take(queue);
+  ASSERT_TRUE(first.ok() && second.ok());
+  first->reset();
+  CancelToken token;
+  EXPECT_TRUE((*second)->Enter(NowMillis() + 1000, &token).ok());
+  queue->Leave();
+  // PlaceIn keeps a place of the same queue and takes a new one for another.
+  auto other = std::make_shared<RunQueue>("shell", "the shell command");
+  auto mine = RunPlace::Take(queue);
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(PlaceIn(queue, *mine).value(), *mine);
+  EXPECT_NE(PlaceIn(other, *mine).value(), *mine);
+}
+
 }  // namespace
 }  // namespace abx::core

@@ -8,6 +8,7 @@
 #include "bridge/base/time_util.h"
 #include "bridge/core/execd_release.h"
 #include "bridge/core/old_execd_files.h"
+#include "bridge/core/sandbox_script.h"
 #include "bridge/core/shell_quote.h"
 #include "bridge/opensandbox/error_body.h"
 
@@ -141,6 +142,15 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
         opensandbox::FileOwner& keep =
             IsId(existing->owner) || IsId(existing->group) ? target.restore_owner : target.upload_owner;
         keep = {existing->owner, existing->group};
+        target.owner_path = existing->path;
+      } else if (existing.ok() && existing->type == "symlink") {
+        // The upload writes through the link; the file behind it keeps its owner.
+        ABX_ASSIGN_OR_RETURN(std::optional<opensandbox::FileOwner> behind,
+                             OwnerBehindLink(target.execd, existing->path, cancel));
+        if (behind) {
+          target.restore_owner = *behind;
+          target.owner_path = existing->path;
+        }
       }
     }
   }
@@ -163,7 +173,7 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
 Result<int64_t> Files::CompleteWrite(WriteTarget& target, int64_t size, std::optional<int> mode,
                                      CancelToken* cancel) {
   if (!target.restore_owner.owner.empty()) {
-    Status kept = RestoreOwner(target.execd, target.path, target.restore_owner.owner,
+    Status kept = RestoreOwner(target.execd, target.owner_path, target.restore_owner.owner,
                                target.restore_owner.group, cancel);
     if (!kept.ok()) return kept.error();
   }
@@ -229,9 +239,16 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
   }
   ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, execd, cancel));
   if (before) {
-    // There execd chmods and chowns a directory that exists: one is left as it is.
+    // There execd chmods and chowns a directory that exists, also one a symlink leads
+    // to (its chmod follows links; /files/info does not): one is left as it is.
     auto existing = execd.Stat(path, cancel);
     if (existing.ok() && existing->type == "directory") return OkStatus();
+    if (existing.ok() && existing->type == "symlink") {
+      int not_a_directory = -1;
+      ABX_ASSIGN_OR_RETURN(std::string ignored,
+                           RunSandboxScript(execd, "test -d " + ShellQuote(existing->path), &not_a_directory, cancel));
+      if (not_a_directory == 0) return OkStatus();
+    }
   }
   return execd.MakeDirectory(path, mode.value_or(0755), cancel);
 }
@@ -277,7 +294,7 @@ Status Files::Chmod(const std::string& sandbox_id, const std::string& path,
   // user; its lookups take no ids on any release, and it reads a mode of 0 as "no
   // chmod". chown and chmod in the sandbox do none of that.
   if (before || IsId(owner) || IsId(group) || mode == 0) {
-    return ChmodInSandbox(execd, path, mode.value_or(-1), owner, group, cancel);
+    return ChmodInSandbox(execd, info.path, mode.value_or(-1), owner, group, cancel);  // as execd resolved it
   }
   // One change after the other, so that an unknown name fails before the mode changes
   // (execd chmods first, then looks the names up). A mode of 0 tells execd "no chmod".

@@ -38,6 +38,7 @@ struct WriteTarget {
   // the sandbox knows the owner only by its id, put back after it (restore_owner).
   opensandbox::FileOwner upload_owner;
   opensandbox::FileOwner restore_owner;
+  std::string owner_path;  // `path` as execd resolved it (~, $VAR, relative), for restore_owner
 };
 
 struct FileRead {

@@ -135,11 +135,26 @@ Status ChmodInSandbox(opensandbox::ExecdClient& execd, const std::string& path, 
     std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
     steps += (steps.empty() ? "" : " && ") + std::string("chmod -- ") + octal + " " + quoted;
   }
+  if (steps.empty()) return OkStatus();  // an empty owner or group names nothing to change
   int exit_code = -1;
   ABX_ASSIGN_OR_RETURN(std::string output,
                        RunSandboxScript(execd, "{ " + steps + "; } 2>&1", &exit_code, cancel));
   if (exit_code != 0) return ChangeFailed("chmod " + path, output, owner, group);
   return OkStatus();
+}
+
+Result<std::optional<opensandbox::FileOwner>> OwnerBehindLink(opensandbox::ExecdClient& execd,
+                                                              const std::string& path,
+                                                              const CancelToken* cancel) {
+  int exit_code = -1;
+  ABX_ASSIGN_OR_RETURN(std::string output,
+                       RunSandboxScript(execd, "stat -L -c '%u %g' -- " + ShellQuote(path) + " 2>/dev/null",
+                                        &exit_code, cancel));
+  const size_t space = output.find(' ');
+  if (exit_code != 0 || space == std::string::npos) return std::optional<opensandbox::FileOwner>();
+  std::string gid = output.substr(space + 1);
+  while (!gid.empty() && (gid.back() == '\n' || gid.back() == '\r')) gid.pop_back();
+  return std::optional<opensandbox::FileOwner>(opensandbox::FileOwner{output.substr(0, space), gid});
 }
 
 Status RestoreOwner(opensandbox::ExecdClient& execd, const std::string& path, const std::string& owner,

@@ -4,6 +4,7 @@
 // releases"; docs/mapping.md, "Files on older execd"). Each works through a short script
 // in the sandbox plus execd's /files/info, so the answer is the same as 1.0.19's.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ Status ChmodInSandbox(opensandbox::ExecdClient& execd, const std::string& path, 
 // name), back onto `path` after an upload that gave it to execd's own user.
 Status RestoreOwner(opensandbox::ExecdClient& execd, const std::string& path, const std::string& owner,
                     const std::string& group, const CancelToken* cancel);
+
+// The owner of the file a symlink leads to, as "uid" and "gid" (`stat -L` in the
+// sandbox: execd's /files/info does not follow links); nullopt when it leads nowhere.
+Result<std::optional<opensandbox::FileOwner>> OwnerBehindLink(opensandbox::ExecdClient& execd,
+                                                              const std::string& path,
+                                                              const CancelToken* cancel);
 
 // The order of execd's listing: path components compared in byte order, so that a
 // directory's children follow it before its next sibling.

@@ -78,6 +78,13 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   // No POST /directories for the parent: execd's upload makes a missing one itself, and
   // before 1.0.19 that call chmods and chowns a parent that exists (/tmp loses its
   // sticky bit).
+  // A file it replaces keeps its owner (docs/epp1.md §3): the part is given it before the
+  // move, in the same script. Its mode is the call's, else the local file's (the upload).
+  auto replaced = execd.Stat(path, cancel);
+  if (!replaced.ok() && replaced.error().code != ErrorCode::kNotFound) return replaced.error();
+  const std::string keep_owner = replaced.ok() && replaced->type == "file"
+                                     ? replaced->owner + ":" + replaced->group
+                                     : std::string();
   const std::string part = (parent == "/" ? "" : parent) + "/." + path.substr(slash + 1) + ".abx-" + RandomHex(8) + ".part";
   // Whatever happens from here on, the part file does not stay.
   auto remove_part = [&] {
@@ -102,9 +109,10 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   const std::string quoted = ShellQuote(path);
   // execd takes a mode of 0 for "its default": a file meant to have none gets it here.
   const std::string no_permissions = mode && *mode == 0 ? "chmod 0 -- " + ShellQuote(part) + " && " : "";
+  const std::string owned = keep_owner.empty() ? "" : "chown -- " + ShellQuote(keep_owner) + " " + ShellQuote(part) + " && ";
   auto moved = RunSandboxScript(execd,
                                 "if [ -d " + quoted + " ]; then echo " + ShellQuote(path + " is a directory") +
-                                    "; exit 1; fi\n{ " + no_permissions + "mv -f -- " + ShellQuote(part) + " " +
+                                    "; exit 1; fi\n{ " + no_permissions + owned + "mv -f -- " + ShellQuote(part) + " " +
                                     quoted + "; } 2>&1",
                                 &exit_code, &uncancellable);
   if (!moved.ok() || exit_code != 0) {

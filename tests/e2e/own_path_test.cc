@@ -61,6 +61,25 @@ TEST_F(OwnPathTest, WritesUploadsAndMkdirsLeaveTheDirectoriesAroundThemAlone) {
   EXPECT_EQ(Shell("cat /home/user/notes.txt"), "new\n");
 }
 
+// A file replaced keeps its owner however the sandbox knows it (a name, or an id with no
+// name), whether it is written, uploaded over, or reached through a symlink; a directory
+// behind a symlink is left alone by files.mkdir.
+TEST_F(OwnPathTest, ReplacedFilesKeepTheirOwnersAndLinkedDirectoriesTheirModes) {
+  const std::string d = "/tmp/e2e-own-path";
+  Shell("cd " + d + " && printf a > by-id && chown 4242:4242 by-id && printf b > uploaded && "
+        "chown 65534:65534 uploaded && printf c > behind && chown 65534:65534 behind && ln -s behind link && "
+        "mkdir real && chown 65534:65534 real && chmod 0750 real && ln -s real dirlink");
+  const std::string before = Owners(d + "/by-id " + d + "/uploaded " + d + "/behind " + d + "/real");
+  ExpectOk(Call("files.write", JsonObject().Str("path", d + "/by-id").Str("data", "A")));
+  const std::string local = root_dir() + "/replacement.bin";
+  std::ofstream(local) << "B";
+  ExpectOk(Call("files.upload", JsonObject().Str("local_path", local).Str("path", d + "/uploaded").Str("mode", "0644")));
+  ExpectOk(Call("files.write", JsonObject().Str("path", d + "/link").Str("data", "C")));
+  ExpectOk(Call("files.mkdir", JsonObject().Str("path", d + "/dirlink").Bool("parents", true)));
+  EXPECT_EQ(Owners(d + "/by-id " + d + "/uploaded " + d + "/behind " + d + "/real"), before);
+  EXPECT_EQ(Shell("cat " + d + "/by-id " + d + "/uploaded " + d + "/behind"), "ABC\n");  // a last line gains its newline
+}
+
 TEST_F(OwnPathTest, ChmodKeepsTheOwnerAndRefusesAnUnknownOneBeforeChanging) {
   Shell("printf x > /tmp/e2e-own-path/f && chown 65534:65534 /tmp/e2e-own-path/f && chmod 0644 /tmp/e2e-own-path/f");
   ExpectOk(Call("files.chmod", JsonObject().Str("path", "/tmp/e2e-own-path/f").Str("mode", "0600")));

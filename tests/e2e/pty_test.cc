@@ -359,10 +359,11 @@ TEST_F(PtyTest, ATakeoverByAnotherBridgeDetachesTheHolderHere) {
 }
 
 // Through the server proxy a refused handshake is an accepted upgrade closed with 1008
-// (execd's 409 or 404) or 1011 (execd unreachable): the bridge tells what was refused,
-// never "lost". execd 1.0.18 has no takeover, so another daemon's attach of a held
-// terminal is refused.
-TEST_F(PtyTest, RefusalsThroughTheServerProxyAreToldApart) {
+// (execd's 409 or 404) or 1011 (execd unreachable): the bridge asks execd what was
+// refused, never says "lost". execd 1.0.18 has no takeover, so another daemon's attach
+// of a held terminal meets the proxy's 1008 and is E8007. (A gone terminal or a refused
+// token is seen by the status request before any connection: E8005, E8003.)
+TEST_F(PtyTest, AHeldTerminalThroughTheServerProxyIsE8007NotLost) {
   REQUIRE_FAKE("an old execd behind the fake's proxy");
   ASSERT_TRUE(RestartFake({"--execd-version", "1.0.18"}));
   const std::map<std::string, std::optional<std::string>> proxied = {{"ABX_OPENSANDBOX_USE_SERVER_PROXY", "true"}};

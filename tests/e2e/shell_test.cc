@@ -356,14 +356,14 @@ TEST_F(ShellTest, NoScriptFileAndNoExportedSecretStayInTmp) {
   MessagePtr listed = shim_->Request(
       "exec.run",
       JsonObject().Str("sandbox_id", sandbox_)
-          .Str("command", "ls -a /tmp; grep -rl -- " + secret + " /tmp 2>/dev/null; true")
+          .Str("command", "ls -a /tmp; grep -rqF -- " + secret + " /tmp 2>/dev/null && echo SECRET-ON-DISK; true")
           .str(),
       Millis(30000));
   ASSERT_NE(listed, nullptr);
   ASSERT_FALSE(listed->IsError()) << listed->raw;
   const std::string out = GetString(listed->result(), "stdout");
   EXPECT_EQ(out.find("execd_bash_"), std::string::npos) << out;
-  EXPECT_EQ(out.find(secret), std::string::npos) << out;
+  EXPECT_EQ(out.find("SECRET-ON-DISK"), std::string::npos) << out;
 }
 
 TEST_F(ShellTest, ShellsWithoutKeepGoWithTheirSessionKeptOnesStay) {

@@ -306,5 +306,75 @@ TEST_F(PtyTest, DeletingASessionEndsItsShell) {
   EXPECT_NE(declined_.find("CONTEXT_NOT_FOUND"), std::string::npos) << declined_;
 }
 
+// The server proxy (proxy.py, _fail_client_websocket) never passes a refused handshake
+// on: it completes the client's upgrade, then closes with 1008 and an empty reason when
+// execd refused it (here its 409 for a held terminal, its 404 for an unknown one), and
+// 1011 when the sandbox cannot be reached. A handshake execd takes is relayed.
+TEST_F(PtyTest, TheServerProxyClosesRefusedUpgradesWith1008Or1011) {
+  const std::string sandbox = fake_.CreateSandbox();
+  execd_ = std::make_unique<EndpointClient>(fake_.ExecdEndpoint(sandbox));
+  const std::string id = NewPty();
+  auto through_proxy = [&](const std::string& sandbox_id, const std::string& pty_id, int* code) {
+    auto terminal = std::make_unique<Terminal>();
+    const std::string target = "/v1/sandboxes/" + sandbox_id + "/proxy/44772/pty/" + pty_id + "/ws";
+    int status = 0;
+    if (!terminal->Connect("127.0.0.1", fake_.server->port(), target, &status)) {
+      ADD_FAILURE() << "the proxy did not take the upgrade: " << status;
+      return terminal;
+    }
+    // Either `connected` (relayed from execd) or the proxy's close.
+    while (auto frame = terminal->Read()) {
+      if (frame->text && frame->data.find("connected") != std::string::npos) return terminal;
+    }
+    *code = terminal->close_code();
+    EXPECT_TRUE(terminal->close_reason().empty()) << terminal->close_reason();
+    return terminal;
+  };
+  int code = 0;
+  auto holder = through_proxy(sandbox, id, &code);
+  EXPECT_EQ(code, 0) << "the first connection was refused";
+  code = 0;
+  through_proxy(sandbox, id, &code);  // held: execd answers 409 without takeover
+  EXPECT_EQ(code, 1008);
+  code = 0;
+  through_proxy(sandbox, "no-such-terminal", &code);  // execd's 404
+  EXPECT_EQ(code, 1008);
+  code = 0;
+  through_proxy("no-such-sandbox", id, &code);  // nothing to resolve
+  EXPECT_EQ(code, 1011);
+}
+
+// Before 1.0.19 (4db3a993, b98bf143) execd ignores the terminal's `command` (a plain shell
+// starts) and `takeover` (a held terminal answers 409 to every other client); from 1.0.10
+// it has terminals at all.
+TEST(PtyReleaseTest, BeforeOneNineteenCommandAndTakeoverAreIgnored) {
+  FakeConfig config = TestConfig();
+  config.execd_version = "1.0.18";
+  TestFake fake(config);
+  EndpointClient execd(fake.ExecdEndpoint(fake.CreateSandbox()));
+  auto created = execd.client->Post(execd.Path("/pty").c_str(), R"({"command":"echo from-the-command; exit 3"})",
+                                    "application/json");
+  ASSERT_EQ(created->status, 201) << created->body;
+  const std::string id = ParseJson(created->body)["session_id"].GetString();
+  Terminal holder;
+  ASSERT_TRUE(holder.Connect(execd.host, execd.port, execd.Path("/pty/" + id + "/ws")));
+  ASSERT_TRUE(holder.Read());  // connected
+  ASSERT_TRUE(holder.Input("echo shell-$((40+2))\n"));
+  std::string output;
+  ASSERT_TRUE(holder.OutputUntil("shell-42\r\n", &output)) << output;  // a shell, not the command
+  EXPECT_EQ(output.find("from-the-command"), std::string::npos) << output;
+  Terminal taker;
+  int status = 0;
+  EXPECT_FALSE(taker.Connect(execd.host, execd.port, execd.Path("/pty/" + id + "/ws?takeover=1"), &status));
+  EXPECT_EQ(status, 409);
+
+  config.execd_version = "1.0.9";
+  TestFake oldest(config);
+  EndpointClient none(oldest.ExecdEndpoint(oldest.CreateSandbox()));
+  auto refused = none.client->Post(none.Path("/pty").c_str(), "{}", "application/json");
+  EXPECT_EQ(refused->status, 404);
+  EXPECT_EQ(refused->body, "404 page not found");
+}
+
 }  // namespace
 }  // namespace fake_opensandbox

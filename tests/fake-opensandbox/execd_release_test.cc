@@ -193,7 +193,7 @@ TEST_P(ExecdReleaseTest, SessionRunLeavesItsScript) {
   ASSERT_TRUE(run);
   ASSERT_EQ(OutputTexts(ParseEvents(run->body), "stdout").size(), 1u) << run->body;
   const std::string script_path = OutputTexts(ParseEvents(run->body), "stdout")[0];
-  EXPECT_EQ(script_path.rfind("/tmp/execd_bash_", 0), 0u) << script_path;
+  EXPECT_NE(script_path.find("/tmp/execd_bash_"), std::string::npos) << script_path;  // host path without root
   run = PostJson("/session/" + sid + "/run", std::string("{\"") + field + "\":\"true\"}");
   ASSERT_TRUE(run);
   std::vector<std::string> scripts;

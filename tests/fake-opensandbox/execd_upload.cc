@@ -19,6 +19,7 @@
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/ids.h"
 #include "tests/fake-opensandbox/multipart_stream.h"
+#include "tests/fake-opensandbox/sandbox_paths.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -92,6 +93,24 @@ mode_t ProcessUmask() {
     return found;
   }();
   return mask;
+}
+
+// The host path of what `sandbox_path` leads to, its symlinks read as the sandbox sees
+// them (an absolute target is under the sandbox's root, never the host's); "" for a loop.
+std::string FollowLinksInSandbox(const SandboxPaths& paths, std::string sandbox_path) {
+  for (int hop = 0; hop < 40; ++hop) {
+    const std::string host = paths.host_root() + sandbox_path;
+    struct stat st;
+    if (lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return host;
+    char buffer[4096];
+    const ssize_t n = readlink(host.c_str(), buffer, sizeof buffer);
+    if (n <= 0) return host;
+    std::string target(buffer, static_cast<size_t>(n));
+    if (target[0] != '/') target = sandbox_path.substr(0, sandbox_path.find_last_of('/') + 1) + target;
+    bool escaped = false;
+    sandbox_path = CleanAbsolutePath(target, &escaped);  // ".." above "/" stays at "/", as in the sandbox
+  }
+  return "";
 }
 
 bool MoveIntoPlace(const std::string& temp, const std::string& target) {
@@ -231,6 +250,12 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
     }
     SandboxPaths::Mapped mapped;
     if (!MapPathOrReject(context, path, &mapped, res)) return;
+    // os.OpenFile follows a symlink: the file it leads to is written.
+    mapped.host = FollowLinksInSandbox(context->paths, mapped.sandbox);
+    if (mapped.host.empty()) {
+      SendExecdError(res, 500, "RUNTIME_ERROR", "error opening destination file " + path + ": too many levels of symbolic links");
+      return;
+    }
     size_t slash = mapped.host.find_last_of('/');
     if (slash != std::string::npos && slash > 0 &&
         !MakeDirectories(mapped.host.substr(0, slash), 0755)) {

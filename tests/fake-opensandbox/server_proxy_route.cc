@@ -2,7 +2,7 @@
 // reachable without an API key. It forwards to the sandbox's execd listener as
 // /proxy/<P>/..., which serves execd itself for P=44772 and other ports of the host
 // otherwise; answers (SSE included) are streamed through as they arrive, and a WebSocket
-// upgrade joins the two connections (upgrade_tunnel.h).
+// upgrade is served as upstream's proxy serves it (upgrade_tunnel.h).
 
 #include "tests/fake-opensandbox/http_forwarder.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
@@ -22,6 +22,10 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
                            "WebSocket upgrade is not supported on the HTTP proxy route.");
   }
   auto info = ctx->registry->Get(id, false);
+  if (!info && websocket) {  // proxy.py: an endpoint it cannot resolve is a 1011 after the upgrade
+    if (!RefuseUpgrade(req, 1011)) SendSandboxNotFound(res, *ctx, id);
+    return;
+  }
   if (!info) return SendSandboxNotFound(res, *ctx, id);
 
   // The rest of the path, still percent-encoded as the client sent it.

@@ -113,6 +113,13 @@ bool IsWebSocketUpgrade(const httplib::Request& req) {
   return req.method == "GET" && HasToken(req, "Upgrade", "websocket") && HasToken(req, "Connection", "upgrade");
 }
 
+bool RefuseUpgrade(const httplib::Request& req, uint16_t code) {
+  const int accepted = AcceptedSocketOf(req);
+  if (accepted < 0) return false;
+  AcceptAndClose(accepted, req, code);
+  return true;
+}
+
 bool TunnelUpgrade(const httplib::Request& req, const ForwardTarget& target) {
   const int accepted = AcceptedSocketOf(req);
   if (accepted < 0) return false;

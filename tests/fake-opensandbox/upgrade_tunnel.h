@@ -8,6 +8,8 @@
 // upgrade and closes it with 1008 and an empty reason; when execd cannot be reached,
 // with 1011. The client never sees execd's status.
 
+#include <cstdint>
+
 #include <httplib.h>
 
 #include "tests/fake-opensandbox/http_forwarder.h"
@@ -21,5 +23,10 @@ bool IsWebSocketUpgrade(const httplib::Request& req);
 // written after this returns, reaches nobody). False, with the connection untouched,
 // only when the request's own socket cannot be found.
 bool TunnelUpgrade(const httplib::Request& req, const ForwardTarget& target);
+
+// Completes the client's upgrade and closes it with `code` (1008, 1011) and an empty
+// reason, as the proxy answers what it cannot pass on. False when the request's socket
+// cannot be found.
+bool RefuseUpgrade(const httplib::Request& req, uint16_t code);
 
 }  // namespace fake_opensandbox

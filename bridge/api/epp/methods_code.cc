@@ -183,7 +183,7 @@ Result<std::string> CodeRun(Request& req) {
     e.field = "env";
     return e;
   }
-  spec.place = req.TakeRunPlace();
+  ABX_ASSIGN_OR_RETURN(spec.place, req.TakeRunPlace());
   core::CodeInterpreter code(req.session().upstream().get(), &req.session().config());
   NotifyingCodeSink sink(&req);
   ABX_ASSIGN_OR_RETURN(core::Execution execution, code.Run(spec, &req.cancel(), &sink));

@@ -117,7 +117,7 @@ bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
 
 Result<std::string> ExecStart(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, true));
-  spec.place = req.TakeRunPlace();
+  ABX_ASSIGN_OR_RETURN(spec.place, req.TakeRunPlace());
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   NotifyingSink sink(&req);
   Status st = exec.Run(spec, &req.cancel(), &sink);
@@ -127,7 +127,7 @@ Result<std::string> ExecStart(Request& req) {
 
 Result<std::string> ExecRun(Request& req) {
   ABX_ASSIGN_OR_RETURN(core::ExecSpec spec, ReadSpec(req, false));
-  spec.place = req.TakeRunPlace();
+  ABX_ASSIGN_OR_RETURN(spec.place, req.TakeRunPlace());
   core::Exec exec(&req.session().core(), req.session().upstream().get(), &req.session().config());
   core::CollectingSink sink;
   Status st = exec.Run(spec, &req.cancel(), &sink);

@@ -246,16 +246,16 @@ namespace {
 // that requests sent one after another run in that order whatever the pool's threads do
 // (docs/epp1.md §3: the runs of a code context, the commands of a shell). A request whose
 // params name no such line takes none here; one that names it wrongly learns so from its
-// handler, which gives the place up.
-std::shared_ptr<core::RunPlace> PlaceInLine(core::EndpointCache* upstream, const std::string& method,
-                                            const rapidjson::Value* params) {
-  if (!upstream || !params || !params->IsObject()) return nullptr;
+// handler, which gives the place up; one that finds the line full fails with that.
+Result<std::shared_ptr<core::RunPlace>> PlaceInLine(core::EndpointCache* upstream, const std::string& method,
+                                                    const rapidjson::Value* params) {
+  if (!upstream || !params || !params->IsObject()) return std::shared_ptr<core::RunPlace>();
   auto text = [params](const char* key) -> std::string {
     const rapidjson::Value* value = json::GetMember(*params, key);
     return value && value->IsString() ? value->GetString() : "";
   };
   const std::string sandbox = text("sandbox_id");
-  if (sandbox.empty()) return nullptr;
+  if (sandbox.empty()) return std::shared_ptr<core::RunPlace>();
   std::shared_ptr<core::RunQueue> queue;
   if ((method == "exec.start" || method == "exec.run") && !text("shell_id").empty()) {
     queue = upstream->shells().Queue(sandbox, text("shell_id"));
@@ -264,9 +264,8 @@ std::shared_ptr<core::RunPlace> PlaceInLine(core::EndpointCache* upstream, const
     const std::string language = text("language");
     queue = upstream->code().Queue(sandbox, !context.empty() ? context : "default:" + (language.empty() ? "python" : language));
   }
-  if (!queue) return nullptr;
-  auto place = core::RunPlace::Take(std::move(queue));
-  return place.ok() ? std::move(place).value() : nullptr;  // a full line: the run says so
+  if (!queue) return std::shared_ptr<core::RunPlace>();
+  return core::RunPlace::Take(std::move(queue));  // a full line: the request's error
 }
 
 }  // namespace

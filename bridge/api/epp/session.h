@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <rapidjson/document.h>
@@ -92,8 +93,18 @@ class Request {
   void NotifyLine(std::string line);
   // The place in line of a shell command or a code run, taken as the line arrived
   // (Session::Dispatch); null for other requests. Its handler takes it into the run.
-  std::shared_ptr<core::RunPlace> TakeRunPlace() { return std::move(run_place_); }
-  void set_run_place(std::shared_ptr<core::RunPlace> place) { run_place_ = std::move(place); }
+  // A line that was full when the request arrived is that error (E8007, retryable).
+  Result<std::shared_ptr<core::RunPlace>> TakeRunPlace() {
+    if (run_place_error_) return *run_place_error_;
+    return std::move(run_place_);
+  }
+  void set_run_place(Result<std::shared_ptr<core::RunPlace>> place) {
+    if (place.ok()) {
+      run_place_ = std::move(place).value();
+    } else {
+      run_place_error_ = place.error();
+    }
+  }
 
  private:
   Session* session_;
@@ -103,6 +114,7 @@ class Request {
   const rapidjson::Value* params_;
   std::shared_ptr<EarlyWrite> early_write_;
   std::shared_ptr<core::RunPlace> run_place_;
+  std::optional<Error> run_place_error_;
   CancelToken cancel_;
   std::atomic<bool> answered_{false};
   const bool attached_;

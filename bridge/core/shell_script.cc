@@ -18,13 +18,13 @@ bool AllDigits(const std::string& text) {
 }  // namespace
 
 std::string ShellRunScript(const std::string& tag, const std::string& command, const std::string& cwd) {
-  // execd runs the run from a script file it never removes, which holds the command and
-  // an `export` line per variable of the shell (secrets included): the run removes it
-  // first. bash keeps reading the file it has open.
+  // The header also names the script file execd runs this from ($0), which execd never
+  // removes and which holds the command and an `export` line per variable of the shell:
+  // the bridge removes it as soon as it reads the header (bash keeps reading the file it
+  // has open), without the fork an `rm` here would cost every command.
   std::string script =
-      "case $0 in */execd_bash_*.sh) rm -f -- \"$0\" 2>/dev/null;; esac\n"
       "{ read -r -a __abx_stat < /proc/$$/stat; } 2>/dev/null\n"
-      "printf '" + std::string(kHeaderPrefix) + "%s:%s\\n' \"$$\" \"${__abx_stat[21]}\"\n"
+      "printf '" + std::string(kHeaderPrefix) + "%s:%s:%s\\n' \"$$\" \"${__abx_stat[21]}\" \"$0\"\n"
       "unset __abx_stat\n"
       "export ABX_EXEC_TAG=" + tag + "\n";
   // The command as it is, in this bash, as execd itself inlines it: `set -e`, `exit`, a
@@ -54,7 +54,18 @@ std::optional<ShellRunHeader> ParseShellRunHeader(const std::string& line) {
   if (colon == std::string::npos) return std::nullopt;
   ShellRunHeader header;
   const std::string pid = line.substr(prefix, colon - prefix);
-  header.start_time = line.substr(colon + 1);
+  const size_t second = line.find(':', colon + 1);
+  header.start_time = line.substr(colon + 1, second == std::string::npos ? std::string::npos : second - colon - 1);
+  if (second != std::string::npos) {
+    // Only execd's own run scripts (os.CreateTemp("", "execd_bash_*.sh")) are named.
+    const std::string script = line.substr(second + 1);
+    const size_t base = script.rfind('/');
+    if (!script.empty() && script[0] == '/' && base != std::string::npos &&
+        script.compare(base + 1, 11, "execd_bash_") == 0 && script.size() > 3 &&
+        script.compare(script.size() - 3, 3, ".sh") == 0) {
+      header.script = script;
+    }
+  }
   if (!AllDigits(pid) || (!header.start_time.empty() && !AllDigits(header.start_time))) return std::nullopt;
   header.pid = std::stoll(pid);
   if (header.pid <= 1) return std::nullopt;

@@ -7,11 +7,11 @@
 // variables and directory, runs the command, and saves them again. Its only ways to stop
 // a run are deleting the whole session or killing bash (on timeout or when the client
 // leaves), and neither reaches the processes bash started. So the wrapper:
-// - removes the script file execd runs it from (/tmp/execd_bash_*.sh, which execd never
-//   removes and which holds the command and every exported variable) as its first act;
-// - prints one header line first, `__ABX_SHELL_RUN__:<pid>:<start time>`, naming the
-//   run's bash (its pid and its start time from /proc, so a reused pid is never taken
-//   for it); the bridge reads it and never passes it on;
+// - prints one header line first, `__ABX_SHELL_RUN__:<pid>:<start time>:<script>`,
+//   naming the run's bash (its pid and its start time from /proc, so a reused pid is
+//   never taken for it) and the script file execd runs it from (/tmp/execd_bash_*.sh,
+//   which execd never removes and which holds the command and every exported variable:
+//   the bridge removes it at once); the bridge reads the line and never passes it on;
 // - exports ABX_EXEC_TAG=<tag> before the command, so every process the command starts
 //   carries the tag in its environment (process.list names them by exec_id as it does
 //   for every command), and unsets it again after the command, so the tag never
@@ -37,6 +37,7 @@ std::string ShellRunScript(const std::string& tag, const std::string& command, c
 struct ShellRunHeader {
   int64_t pid = 0;
   std::string start_time;  // /proc/<pid>/stat field 22; empty when /proc was unreadable
+  std::string script;      // execd's script file for the run; empty when $0 was not one
 };
 std::optional<ShellRunHeader> ParseShellRunHeader(const std::string& line);
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -133,6 +134,26 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   OutputAssembler assembler;
   bool started = false, ended = false;
   std::optional<ShellRunHeader> header;
+  // execd's script file of the run (shell_script.h) goes as soon as the header names it,
+  // off this thread while the command runs; the command's end waits for that.
+  struct ScriptRemoval {
+    std::future<void> done;
+    void Await() {
+      if (done.valid()) done.wait_for(std::chrono::seconds(30));  // bounded by request_timeout
+      done = {};
+    }
+    ~ScriptRemoval() { Await(); }
+  } script_removal;
+  auto remove_script = [&](const std::string& script) {
+    auto finished = std::make_shared<std::promise<void>>();
+    script_removal.done = finished->get_future();
+    core_->RunInBackground([execd, script, finished]() mutable {
+      CancelToken uncancellable;  // bounded by request_timeout
+      Status removed = execd.RemoveFile(script, &uncancellable);
+      if (!removed.ok()) log::Warn("shell.script_left", {{"error", removed.error().message}});
+      finished->set_value();
+    });
+  };
   ExecExit exit;
   std::string refusal;  // execd's bare error object, when it ended the stream with one
   auto flush = [&] {
@@ -160,7 +181,10 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           // read apart) may come before it: every line is looked at until it came.
           if (!header) {
             header = ParseShellRunHeader(e.text);
-            if (header) return true;
+            if (header) {
+              if (!header->script.empty()) remove_script(header->script);
+              return true;
+            }
           }
           // One event per line, its terminator removed: it comes back.
           const OutputStream stream = e.type == "stdout" ? OutputStream::kStdout : OutputStream::kStderr;
@@ -223,6 +247,7 @@ Status Shells::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
       exit.error = broke.Within("shell command " + exec_id);
     }
   }
+  script_removal.Await();  // the file is gone before the host learns the command ended
   sink->OnExit(exit);
   return OkStatus();
 }

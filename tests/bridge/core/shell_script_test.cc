@@ -130,6 +130,21 @@ TEST(ShellScriptTest, OnlyTheHeaderParses) {
                            "__ABX_SHELL_RUN__:12:3 4", "__ABX_SHELL_RUN__:12"}) {
     EXPECT_FALSE(ParseShellRunHeader(line).has_value()) << line;
   }
+  // execd's script file, named last; anything else $0 may be (bash, a path of the
+  // user's) is never taken for one, so the bridge removes nothing else.
+  header = ParseShellRunHeader("__ABX_SHELL_RUN__:1234:56789:/tmp/execd_bash_3141.sh");
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(header->start_time, "56789");
+  EXPECT_EQ(header->script, "/tmp/execd_bash_3141.sh");
+  header = ParseShellRunHeader("__ABX_SHELL_RUN__:1234::/var/tmp/a:b/execd_bash_1.sh");
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(header->script, "/var/tmp/a:b/execd_bash_1.sh");
+  for (const char* script : {"bash", "/bin/bash", "/home/u/execd_bash_1.sh.bak", "/tmp/x/execd_bash_", "tmp/execd_bash_1.sh",
+                             "/tmp/my_execd_bash_1.sh"}) {
+    header = ParseShellRunHeader(std::string("__ABX_SHELL_RUN__:1234:56789:") + script);
+    ASSERT_TRUE(header.has_value()) << script;
+    EXPECT_TRUE(header->script.empty()) << script;
+  }
 }
 
 TEST(ShellScriptTest, TheEndScriptKillsTaggedProcessesAndTheHeadersBash) {

@@ -25,6 +25,17 @@ Error NotItsApi(const std::string& what) {
   return MakeError(ErrorCode::kUpstream, what + ": execd answered something that is not its API");
 }
 
+// Before 1.0.19 execd answers a missing path with a 500 whose message says so
+// (cdd490dc: "file not found" from /files/info; 9aad0a75: "source path not found" from
+// /files/mv): that is E8005, as a 404 is.
+Error MissingAsNotFound(Error e, const char* says) {
+  if (e.http_status == 500 && e.message.find(says) != std::string::npos) {
+    e.code = ErrorCode::kNotFound;
+    e.retryable = false;
+  }
+  return e;
+}
+
 // execd writes modes as octal digits read as decimal (0644 → 644).
 int ModeForExecd(int mode) {
   char digits[8];
@@ -213,15 +224,7 @@ Result<FileInfo> ExecdClient::Stat(const std::string& path, const CancelToken* c
   HttpCall call = Call("GET", "/files/info?path=" + PercentEncode(path));
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "stat " + path);
-  if (!answer.ok()) {
-    // Before 1.0.19 a missing path is a 500 whose message says so (cdd490dc).
-    Error e = answer.error();
-    if (e.http_status == 500 && e.message.find("file not found") != std::string::npos) {
-      e.code = ErrorCode::kNotFound;
-      e.retryable = false;
-    }
-    return e;
-  }
+  if (!answer.ok()) return MissingAsNotFound(answer.error(), "file not found");
   rapidjson::Document doc;
   doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("stat " + path);
@@ -240,14 +243,7 @@ Result<std::map<std::string, FileInfo>> ExecdClient::StatMany(const std::vector<
   HttpCall call = Call("GET", "/files/info" + query);
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "stat");
-  if (!answer.ok()) {
-    Error e = answer.error();
-    if (e.http_status == 500 && e.message.find("file not found") != std::string::npos) {
-      e.code = ErrorCode::kNotFound;  // before 1.0.19, as in Stat
-      e.retryable = false;
-    }
-    return e;
-  }
+  if (!answer.ok()) return MissingAsNotFound(answer.error(), "file not found");
   rapidjson::Document doc;
   doc.Parse<json::kParseFlags>(answer->body.c_str(), answer->body.size());
   if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("stat");
@@ -392,15 +388,7 @@ Status ExecdClient::Move(const std::string& from, const std::string& to,
   call.headers.emplace_back("Content-Type", "application/json");
   call.body = "[{\"src\":" + json::Quote(from) + ",\"dest\":" + json::Quote(to) + "}]";
   auto answer = http_->Send(call, cancel, "move " + from);
-  if (!answer.ok()) {
-    // Before 1.0.19 a missing source is a 500 whose message says so (9aad0a75).
-    Error e = answer.error();
-    if (e.http_status == 500 && e.message.find("source path not found") != std::string::npos) {
-      e.code = ErrorCode::kNotFound;
-      e.retryable = false;
-    }
-    return e;
-  }
+  if (!answer.ok()) return MissingAsNotFound(answer.error(), "source path not found");
   return OkStatus();
 }
 

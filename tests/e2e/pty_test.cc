@@ -47,6 +47,17 @@ std::string Unbase64(const std::string& text) {
   return out;
 }
 
+// `seq 1 last` as a terminal shows it: every number once, in order, no gap, no repeat.
+void ExpectEveryNumberOnce(const std::string& out, int last) {
+  size_t at = out.find("1\r\n2\r\n3\r\n");
+  ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
+  for (int n = 1; n <= last; ++n) {
+    const std::string line = std::to_string(n) + "\r\n";
+    ASSERT_EQ(out.compare(at, line.size(), line), 0) << "at " << n << ": " << out.substr(at, 40);
+    at += line.size();
+  }
+}
+
 class PtyTest : public TestEnv {
  protected:
   void SetUp() override {
@@ -270,14 +281,7 @@ TEST_F(PtyTest, ADroppedConnectionIsHealedWithNoGapAndNoRepeat) {
   ASSERT_TRUE(Type(shim_, pty, "seq 1 30000\n"));
   ASSERT_TRUE(WaitOutput(shim_, pty, "\r\n30000\r\n", Millis(30000)));
   // Every number once, in order, across the drop (Output checks the offsets too).
-  const std::string out = Output(shim_, pty);
-  size_t at = out.find("1\r\n2\r\n3\r\n");
-  ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
-  for (int n = 1; n <= 30000; ++n) {
-    const std::string line = std::to_string(n) + "\r\n";
-    ASSERT_EQ(out.compare(at, line.size(), line), 0) << "at " << n << ": " << out.substr(at, 40);
-    at += line.size();
-  }
+  ExpectEveryNumberOnce(Output(shim_, pty), 30000);
   EXPECT_TRUE(shim_->NotificationsByMethod("pty.exit").empty());
   EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
   ASSERT_TRUE(Type(shim_, pty, "echo after-$((5+5))\n"));
@@ -610,14 +614,7 @@ TEST_F(PtyTest, AnOlderExecdHoldingTheDeadConnectionIsWaitedOut) {
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(shim_, pty, "seq 1 30000\n"));
   ASSERT_TRUE(WaitOutput(shim_, pty, "\r\n30000\r\n", Millis(30000)));
-  const std::string out = Output(shim_, pty);
-  size_t at = out.find("1\r\n2\r\n3\r\n");
-  ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
-  for (int n = 1; n <= 30000; ++n) {
-    const std::string line = std::to_string(n) + "\r\n";
-    ASSERT_EQ(out.compare(at, line.size(), line), 0) << "at " << n << ": " << out.substr(at, 40);
-    at += line.size();
-  }
+  ExpectEveryNumberOnce(Output(shim_, pty), 30000);
   EXPECT_TRUE(shim_->NotificationsByMethod("pty.detached").empty());
 }
 

@@ -365,8 +365,9 @@ TEST_F(PtyTest, ATakeoverByAnotherBridgeDetachesTheHolderHere) {
 // Through the server proxy a refused handshake is an accepted upgrade closed with 1008
 // (execd's 409 or 404) or 1011 (execd unreachable): the bridge asks execd what was
 // refused, never says "lost". execd 1.0.18 has no takeover, so another daemon's attach
-// of a held terminal meets the proxy's 1008 and is E8007. (A gone terminal or a refused
-// token is seen by the status request before any connection: E8005, E8003.)
+// of a held terminal meets the proxy's 1008 and is E8007; a 1011 while execd answers
+// is E8002. (A gone terminal or a refused token is seen by the status request before any
+// connection: E8005, E8003.)
 TEST_F(PtyTest, AHeldTerminalThroughTheServerProxyIsE8007NotLost) {
   REQUIRE_FAKE("an old execd behind the fake's proxy");
   ASSERT_TRUE(RestartFake({"--execd-version", "1.0.18"}));
@@ -388,6 +389,14 @@ TEST_F(PtyTest, AHeldTerminalThroughTheServerProxyIsE8007NotLost) {
   MessagePtr gone = Call(elsewhere, "pty.attach", "no-such-terminal");
   ASSERT_NE(gone, nullptr);
   EXPECT_EQ(gone->EppCode(), "E8005") << gone->raw;
+  // A proxy that cannot reach execd for the upgrade (1011) while execd answers the
+  // status request: unreachable, E8002.
+  ASSERT_TRUE(fake().SetFaults(R"({"proxy_ws_unreachable":true})"));
+  MessagePtr unreachable = Call(elsewhere, "pty.attach", pty);
+  ASSERT_TRUE(fake().ClearFaults());
+  ASSERT_NE(unreachable, nullptr);
+  EXPECT_EQ(unreachable->EppCode(), "E8002") << unreachable->raw;
+  EXPECT_NE(unreachable->ErrorMessage().find("could not reach"), std::string::npos) << unreachable->raw;
   // The holder kept its terminal all along.
   ASSERT_TRUE(Type(holder, pty, "echo still-$((3+4))\n"));
   ASSERT_TRUE(WaitOutput(holder, pty, "still-7"));

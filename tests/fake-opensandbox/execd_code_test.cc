@@ -183,6 +183,60 @@ TEST_F(CodeTest, InterruptStopsTheRunAndKeepsTheState) {
   EXPECT_TRUE(kept) << "the context lost its state: " << events.back().raw;
 }
 
+// An interrupt that lands as the kernel takes the cell (just after init, or a few
+// milliseconds later) is either lost (the kernel was not executing yet: the cell runs to
+// its end) or leaves the kernel idle with no execute_reply. Every such run's stream
+// still ends, as execd ends a run at idle. The stream's pings (every 3 s) defeat a
+// read timeout, so the receiver itself gives up at a deadline.
+TEST_F(CodeTest, AnInterruptAtTheFirstInstantOfACellEndsItsStream) {
+  const std::string id = NewContext();
+  EndpointClient second(execd_->host + ":" + std::to_string(execd_->port) + execd_->prefix);
+  // Runs `code`; with interrupt_after >= 0, interrupts the context that many ms after the
+  // init event. False when the stream has not ended 15 s after it began.
+  auto run_within = [&](const std::string& code, int interrupt_after, std::string* body) {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = second.Path("/code");
+    req.body = R"({"code":")" + code + R"(","context":{"id":")" + id + R"(","language":"python"}})";
+    req.set_header("Content-Type", "application/json");
+    bool interrupted = interrupt_after < 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+      body->append(data, size);
+      if (!interrupted && body->find(R"("type":"init")") != std::string::npos) {
+        interrupted = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(interrupt_after));
+        EXPECT_EQ(execd_->client->Delete(execd_->Path("/code?id=" + id).c_str())->status, 200);
+      }
+      return std::chrono::steady_clock::now() < deadline;
+    };
+    httplib::Response res;
+    httplib::Error error;
+    return second.client->send(req, res, error);
+  };
+  constexpr int kRounds = 16;
+  for (int round = 0; round < kRounds; ++round) {
+    std::string body;
+    // Half the rounds interrupt at once, the others 1 to 11 ms into the cell.
+    const int after = round % 2 ? 1 + round % 11 : 0;
+    EXPECT_TRUE(run_within("import time\\ntime.sleep(1)", after, &body))
+        << "round " << round << ": the stream did not end: " << body;
+    // stop_on_error aborts a request that reaches the kernel just after the interrupt's
+    // error: let that moment pass, as the provider does.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // The context still serves runs (asked again past stop_on_error's moment, as above).
+  std::string body;
+  bool served = false;
+  for (int attempt = 0; attempt < 20 && !served; ++attempt) {
+    body.clear();
+    EXPECT_TRUE(run_within("1 + 1", -1, &body)) << body;
+    served = body.find(R"("results":{"text":"2"})") != std::string::npos;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << body;
+}
+
 TEST_F(CodeTest, ContextsAreListedFoundAndDeleted) {
   const std::string id = NewContext();
   auto got = execd_->client->Get(execd_->Path("/code/contexts/" + id).c_str());

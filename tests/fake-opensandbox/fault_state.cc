@@ -75,6 +75,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.pty_stale_hold_ms = static_cast<int64_t>(value);
     } else if (key == "pty_refuse_upgrade") {
       next.pty_refuse_upgrade = value != 0;
+    } else if (key == "proxy_ws_unreachable") {
+      next.proxy_ws_unreachable = value != 0;
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
@@ -125,6 +127,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.pty_stale_hold_ms);
   w.Key("pty_refuse_upgrade");
   w.Bool(f.pty_refuse_upgrade);
+  w.Key("proxy_ws_unreachable");
+  w.Bool(f.proxy_ws_unreachable);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");

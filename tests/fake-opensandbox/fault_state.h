@@ -24,6 +24,7 @@ struct Faults {
   int64_t pty_drop_after_bytes = 0;      // the next terminal WebSocket is dropped after N output bytes (once)
   int64_t pty_stale_hold_ms = 0;         // that drop leaves the terminal held N ms (execd's read deadline)
   bool pty_refuse_upgrade = false;       // terminal WebSockets are answered 503 instead of upgraded
+  bool proxy_ws_unreachable = false;     // the server proxy's WebSocket route cannot reach execd (1011)
   int64_t pty_stall_reads_ms = 0;        // terminal WebSockets read nothing from the client for N ms after connecting
   int64_t pty_exit_overtakes_bytes = 0;  // a terminal's exit frame overtakes its last N output bytes
   int64_t download_cut_after_bytes = 0;  // every /files/download answer breaks off after N body bytes

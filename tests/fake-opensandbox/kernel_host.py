@@ -8,7 +8,8 @@ kernel gets. It starts an IPython kernel
 event:
   {"event":"ready","kernel_pid":N}        the kernel answers (again, after a restart)
   {"event":"message","msg_type":T,"content":{...}}   a kernel message of the run
-  {"event":"done"}                         the run is over (idle seen, reply read)
+  {"event":"done"}                         the run is over (idle seen, then the reply
+                                           or REPLY_GRACE_S without one)
   {"event":"died"}                         the kernel died during the run; a restarted
                                            kernel follows with "ready" (state lost),
                                            as Jupyter's restarter does
@@ -24,6 +25,11 @@ import time
 from jupyter_client.manager import KernelManager
 
 OUT = sys.stdout
+
+# An interrupt that lands as the kernel takes the request can leave it idle with no
+# execute_reply. execd ends the run at idle (a plain idle gives only execution_complete),
+# so a run's end never waits on a reply that may not come: this long at most.
+REPLY_GRACE_S = 0.5
 
 
 def emit(obj):
@@ -83,9 +89,10 @@ def run(km, kc, code):
         emit({"event": "message", "msg_type": msg_type, "content": msg["content"]})
         if msg_type == "status" and msg["content"].get("execution_state") == "idle":
             idle = True
-    while True:
+    give_up = time.monotonic() + REPLY_GRACE_S
+    while time.monotonic() < give_up:
         try:
-            reply = kc.get_shell_msg(timeout=0.5)
+            reply = kc.get_shell_msg(timeout=0.2)
         except queue.Empty:
             if not km.is_alive():
                 return False
@@ -93,6 +100,8 @@ def run(km, kc, code):
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
             emit({"event": "message", "msg_type": "execute_reply", "content": reply["content"]})
             return True
+    # A reply that comes later belongs to no run: the next run's loop skips it by msg_id.
+    return True
 
 
 def main():

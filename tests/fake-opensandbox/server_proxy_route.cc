@@ -27,6 +27,10 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
     return;
   }
   if (!info) return SendSandboxNotFound(res, *ctx, id);
+  if (websocket && ctx->faults->Get().proxy_ws_unreachable) {
+    if (!RefuseUpgrade(req, 1011)) SendCodeMessage(res, 502, "GENERAL::UNKNOWN_ERROR", "unreachable");
+    return;
+  }
 
   // The rest of the path, still percent-encoded as the client sent it.
   std::string raw_path = req.target.substr(0, req.target.find('?'));

@@ -1,5 +1,5 @@
 // /_fake/...: the test control endpoint, never under auth or faults.
-//   GET    /_fake/stats              counters (connections, requests, live sandboxes)
+//   GET    /_fake/stats              counters (connections, requests, live sandboxes, snapshots)
 //   GET    /_fake/faults             current fault switches
 //   POST   /_fake/faults             merge a JSON object of switches
 //   DELETE /_fake/faults             all off
@@ -21,6 +21,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->stats->connections_accepted.load());
     w.Key("live_sandboxes");
     w.Uint64(ctx->registry->LiveCount());
+    w.Key("snapshots");
+    w.Uint64(ctx->snapshots->Count());
     w.Key("requests");
     w.Uint64(ctx->stats->requests.load());
     w.Key("auth_rejected");

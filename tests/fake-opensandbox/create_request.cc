@@ -518,11 +518,8 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
                                    : "secureAccess requires ingress gateway mode.");
     return false;
   }
-  if (spec->snapshot_id) {
-    *rejection = {404, CodeMessageBody("SNAPSHOT::NOT_FOUND",
-                                       "Snapshot " + *spec->snapshot_id + " not found.")};
-    return false;
-  }
+  // A restore without an entrypoint runs `tail -f /dev/null` (sandbox-lifecycle.yml).
+  if (spec->snapshot_id && spec->entrypoint.empty()) spec->entrypoint = {"tail", "-f", "/dev/null"};
   spec->resolved_entrypoint = spec->entrypoint;
   if (docker && spec->entrypoint.size() == 1 &&
       spec->entrypoint[0].find_first_of(" \t\n") != std::string::npos) {

@@ -35,6 +35,7 @@ struct FakeConfig {
   int64_t k8s_transition_ms = 500;      // Pausing->Paused, Resuming->Running delay
   std::string faults_json;              // initial faults, same JSON as POST /_fake/faults
   bool exit_on_stdin_eof = false;
+  bool snapshots = true;                // false: a server whose runtime has no snapshots (501)
 };
 
 // What one execd release does where releases differ (docs/opensandbox.md, "execd

@@ -104,10 +104,12 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
   fake->registry_ = std::make_unique<SandboxRegistry>(config, clock, fake->faults_,
                                                       fake->stats_, fake->root_dir_,
                                                       fake->root_dir_ + "/.fake-work");
+  fake->snapshots_ = std::make_unique<SnapshotStore>(clock, fake->faults_, fake->root_dir_ + "/.fake-work/snapshots");
   LifecycleContext& ctx = fake->context_;
   ctx.config = config;
   ctx.clock = clock;
   ctx.registry = fake->registry_.get();
+  ctx.snapshots = fake->snapshots_.get();
   ctx.faults = fake->faults_;
   ctx.stats = fake->stats_;
 
@@ -239,6 +241,7 @@ FakeServer::~FakeServer() {
   server_.stop();
   if (listener_.joinable()) listener_.join();
   registry_.reset();
+  snapshots_.reset();  // waits for captures in progress
   RemoveTreeQuietly(owns_root_ ? root_dir_ : root_dir_ + "/.fake-work");
 }
 

@@ -40,6 +40,7 @@ class FakeServer {
   FakeConfig config_;
   std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
   std::shared_ptr<FaultState> faults_ = std::make_shared<FaultState>();
+  std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<SandboxRegistry> registry_;
   LifecycleContext context_;
   httplib::Server server_;

@@ -77,6 +77,10 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.pty_refuse_upgrade = value != 0;
     } else if (key == "proxy_ws_unreachable") {
       next.proxy_ws_unreachable = value != 0;
+    } else if (key == "snapshot_fails") {
+      next.snapshot_fails = value != 0;
+    } else if (key == "snapshot_capture_ms") {
+      next.snapshot_capture_ms = static_cast<int64_t>(value);
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
@@ -129,6 +133,10 @@ std::string FaultState::ToJson() const {
   w.Bool(f.pty_refuse_upgrade);
   w.Key("proxy_ws_unreachable");
   w.Bool(f.proxy_ws_unreachable);
+  w.Key("snapshot_fails");
+  w.Bool(f.snapshot_fails);
+  w.Key("snapshot_capture_ms");
+  w.Int64(f.snapshot_capture_ms);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");

@@ -31,6 +31,8 @@ struct Faults {
   bool download_change_on_cut = false;   // ... and the file grows by a byte as it does
   int64_t upload_fail_after_bytes = 0;   // /files/upload stops reading after N body bytes and answers 500
   int64_t transfer_ms_per_mib = 0;       // /files/download and /files/upload move a MiB per N ms at most
+  bool snapshot_fails = false;           // snapshot captures end Failed
+  int64_t snapshot_capture_ms = 0;       // a snapshot stays Creating at least N ms
 };
 
 class FaultState {

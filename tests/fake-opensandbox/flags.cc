@@ -85,6 +85,8 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --k8s-transition-ms MS   Pausing/Resuming duration with --runtime kubernetes (500)
   --faults JSON            initial fault injection (same keys as POST /_fake/faults)
   --exit-on-stdin-eof      exit when stdin closes (tie the fake to a parent process)
+  --no-snapshots           the runtime has no snapshots: creating one is 501
+                           SNAPSHOT::NOT_IMPLEMENTED
   --help                   this text
 
 Test control (no auth): GET /_fake/stats, GET|POST|DELETE /_fake/faults,
@@ -175,6 +177,8 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
       config->faults_json = value;
     } else if (flag == "--exit-on-stdin-eof") {
       config->exit_on_stdin_eof = true;
+    } else if (flag == "--no-snapshots") {
+      config->snapshots = false;
     } else {
       *error = "unknown flag: " + flag + " (see --help)";
       return FlagsResult::kError;

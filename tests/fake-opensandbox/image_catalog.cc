@@ -1,6 +1,12 @@
 #include "tests/fake-opensandbox/image_catalog.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/fake-opensandbox/create_request.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -54,6 +60,28 @@ bool ImageHasProgram(const std::string& image_uri, const std::string& program) {
     if (program.compare(0, prefix.size(), prefix) == 0) return Executable(program);
   }
   return false;
+}
+
+bool FileInSandbox(const std::string& root, const std::string& path) {
+  if (path.empty() || path.front() != '/') return false;
+  struct stat st;
+  return stat((root + path).c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+}
+
+std::vector<std::string> ProgramOf(const std::string& root, std::vector<std::string> argv) {
+  for (int level = 0; level < 4 && !argv.empty() && FileInSandbox(root, argv[0]); ++level) {
+    std::ifstream in(root + argv[0]);
+    std::string line, exec_line;
+    if (!std::getline(in, line) || line.rfind("#!", 0) != 0) break;
+    while (std::getline(in, line)) {
+      const size_t start = line.find_first_not_of(" \t");
+      if (start != std::string::npos && line.compare(start, 5, "exec ") == 0) exec_line = line.substr(start + 5);
+    }
+    std::vector<std::string> words;
+    if (exec_line.empty() || !ShellSplit(exec_line, &words) || words.empty()) break;
+    argv = std::move(words);
+  }
+  return argv;
 }
 
 }  // namespace fake_opensandbox

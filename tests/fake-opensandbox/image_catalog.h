@@ -12,6 +12,7 @@
 // "code-interpreter" also has its start script (CodeInterpreterScriptOf).
 
 #include <string>
+#include <vector>
 
 namespace fake_opensandbox {
 
@@ -30,5 +31,14 @@ std::string CodeInterpreterScriptOf(const std::string& image_uri);
 
 // The repository name (no registry port, tag or digest) ends in "code-interpreter".
 bool IsCodeInterpreterImage(const std::string& image_uri);
+
+// What an entrypoint runs: `argv` itself, unless its first word is a shell script among
+// the sandbox's files (under `root`) whose last `exec` line names another program (a
+// launcher, such as the one a snapshot keeps its source's entrypoint in); then that
+// line's words, followed the same way up to four levels.
+std::vector<std::string> ProgramOf(const std::string& root, std::vector<std::string> argv);
+
+// `path` (absolute, in the sandbox) is an executable file among the sandbox's own files.
+bool FileInSandbox(const std::string& root, const std::string& path);
 
 }  // namespace fake_opensandbox

@@ -12,6 +12,7 @@
 #include "tests/fake-opensandbox/sandbox_registry.h"
 #include "tests/fake-opensandbox/server_clock.h"
 #include "tests/fake-opensandbox/server_stats.h"
+#include "tests/fake-opensandbox/snapshot_store.h"
 
 namespace fake_opensandbox {
 
@@ -22,6 +23,7 @@ struct LifecycleContext {
   FakeConfig config;
   ServerClock clock;
   SandboxRegistry* registry = nullptr;
+  SnapshotStore* snapshots = nullptr;
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;
   int port = 0;  // the lifecycle listener's own port, for server-proxy endpoints
@@ -38,6 +40,7 @@ void SendSandboxNotFound(httplib::Response& res, const LifecycleContext& context
 std::string RuntimeNamespace(const LifecycleContext& context);
 
 void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* context);
+void RegisterSnapshotRoutes(httplib::Server& server, LifecycleContext* context);
 void RegisterServerProxyRoute(httplib::Server& server, LifecycleContext* context);
 void RegisterControlRoutes(httplib::Server& server, LifecycleContext* context);
 

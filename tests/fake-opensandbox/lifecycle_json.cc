@@ -64,6 +64,10 @@ void WriteSandbox(JsonWriter& w, const SandboxInfo& info) {
     WriteString(w, *info.image_uri);
     w.EndObject();
   }
+  if (info.snapshot_id) {
+    w.Key("snapshotId");
+    WriteString(w, *info.snapshot_id);
+  }
   WritePlatform(w, info);
   WriteStatus(w, info);
   if (!info.metadata.empty()) {  // Docker omits empty metadata

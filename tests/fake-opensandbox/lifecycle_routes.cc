@@ -1,5 +1,5 @@
 // The lifecycle API (docs/opensandbox.md §1.3–1.10): sandboxes CRUD, pause/resume, renew, metadata,
-// endpoints, /health, and the snapshot routes a runtime without snapshots answers.
+// endpoints, /health; snapshot_routes.cc has the snapshots.
 
 #include <algorithm>
 #include <cctype>
@@ -13,39 +13,12 @@
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/lifecycle_json.h"
 #include "tests/fake-opensandbox/metadata_labels.h"
+#include "tests/fake-opensandbox/query_params.h"
 
 namespace fake_opensandbox {
 namespace {
 
 using Loc = ValidationErrors::Loc;
-
-// pydantic's lax int from a query/path string; nullopt if it is not an integer.
-std::optional<long long> ParseQueryInt(std::string text) {
-  while (!text.empty() && isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  size_t start = 0;
-  while (start < text.size() && isspace(static_cast<unsigned char>(text[start]))) ++start;
-  text = text.substr(start);
-  static const std::regex kInt("[-+]?[0-9]{1,18}");
-  if (!std::regex_match(text, kInt)) return std::nullopt;
-  return std::stoll(text);
-}
-
-std::optional<bool> ParseQueryBool(std::string text) {
-  for (auto& c : text) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-  for (const char* t : {"1", "on", "t", "true", "y", "yes"}) {
-    if (text == t) return true;
-  }
-  for (const char* f : {"0", "off", "f", "false", "n", "no"}) {
-    if (text == f) return false;
-  }
-  return std::nullopt;
-}
-
-void AddIntParsingError(ValidationErrors& errors, const Loc& loc, const std::string& input) {
-  errors.AddWithStringInput("int_parsing", loc,
-                            "Input should be a valid integer, unable to parse string as an integer",
-                            input);
-}
 
 // Python's parse_qsl(text, keep_blank_values=True, strict_parsing=True).
 bool ParseMetadataFilter(const std::string& text, StringPairs* out, std::string* error) {
@@ -66,11 +39,6 @@ bool ParseMetadataFilter(const std::string& text, StringPairs* out, std::string*
   return true;
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 void HandleCreate(const httplib::Request& req, httplib::Response& res, LifecycleContext* ctx) {
   CreateSpec spec;
   Rejection rejection;
@@ -78,9 +46,22 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, Lifecycle
     SendJson(res, rejection.status, rejection.body);
     return;
   }
+  // The snapshot is looked up after the request's own checks (the service's restore).
+  std::optional<SnapshotSource> from;
+  if (spec.snapshot_id) {
+    std::string state;
+    from = ctx->snapshots->SourceOf(*spec.snapshot_id, &state);
+    if (!from) {
+      return SendCodeMessage(res, 404, "SNAPSHOT::NOT_FOUND", "Snapshot " + *spec.snapshot_id + " not found.");
+    }
+    if (state != "Ready") {
+      return SendCodeMessage(res, 409, "SNAPSHOT::INVALID_STATE",
+                             "Snapshot " + *spec.snapshot_id + " is not ready (state " + state + ").");
+    }
+  }
   SandboxInfo created;
   std::string error;
-  if (!ctx->registry->Create(spec, &created, &error)) {
+  if (!ctx->registry->Create(spec, from ? &*from : nullptr, &created, &error)) {
     SendCodeMessage(res, 500, RuntimeNamespace(*ctx) + "SANDBOX_START_FAILED",
                     "Failed to start sandbox: " + error);
     return;
@@ -90,35 +71,8 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, Lifecycle
 
 void HandleList(const httplib::Request& req, httplib::Response& res, LifecycleContext* ctx) {
   ValidationErrors errors;
-  long long page = 1, page_size = 20;
-  if (req.has_param("page")) {
-    std::string text = req.get_param_value("page");
-    auto value = ParseQueryInt(text);
-    if (!value) {
-      AddIntParsingError(errors, {std::string("query"), std::string("page")}, text);
-    } else if (*value < 1) {
-      errors.AddWithStringInput("greater_than_equal", {std::string("query"), std::string("page")},
-                                "Input should be greater than or equal to 1", text, "{\"ge\":1}");
-    } else {
-      page = *value;
-    }
-  }
-  if (req.has_param("pageSize")) {
-    std::string text = req.get_param_value("pageSize");
-    auto value = ParseQueryInt(text);
-    Loc loc = {std::string("query"), std::string("pageSize")};
-    if (!value) {
-      AddIntParsingError(errors, loc, text);
-    } else if (*value < 1) {
-      errors.AddWithStringInput("greater_than_equal", loc,
-                                "Input should be greater than or equal to 1", text, "{\"ge\":1}");
-    } else if (*value > 200) {
-      errors.AddWithStringInput("less_than_equal", loc,
-                                "Input should be less than or equal to 200", text, "{\"le\":200}");
-    } else {
-      page_size = *value;
-    }
-  }
+  Paging paging;
+  ParsePaging(req, &paging, &errors);
   if (!errors.empty()) {
     SendJson(res, 422, errors.ToJson());
     return;
@@ -154,30 +108,9 @@ void HandleList(const httplib::Request& req, httplib::Response& res, LifecycleCo
     if (a.created_at != b.created_at) return a.created_at > b.created_at;
     return a.sequence > b.sequence;
   });
-  long long total = static_cast<long long>(matching.size());
-  long long total_pages = (total + page_size - 1) / page_size;
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("items");
-  w.StartArray();
-  long long first = (page - 1) * page_size;
-  for (long long i = first; i < total && i < first + page_size; ++i) WriteSandbox(w, matching[i]);
-  w.EndArray();
-  w.Key("pagination");
-  w.StartObject();
-  w.Key("page");
-  w.Int64(page);
-  w.Key("pageSize");
-  w.Int64(page_size);
-  w.Key("totalItems");
-  w.Int64(total);
-  w.Key("totalPages");
-  w.Int64(total_pages);
-  w.Key("hasNextPage");
-  w.Bool(page < total_pages);
-  w.EndObject();
-  w.EndObject();
+  WritePage(w, paging, matching.size(), [&](size_t i) { WriteSandbox(w, matching[i]); });
   SendJson(res, 200, buffer.GetString());
 }
 
@@ -418,14 +351,6 @@ void HandleEndpoint(const httplib::Request& req, httplib::Response& res, Lifecyc
   SendJson(res, 200, buffer.GetString());
 }
 
-void HandleCreateSnapshot(const httplib::Request& req, httplib::Response& res,
-                          LifecycleContext* ctx) {
-  std::string id = req.matches[1];
-  if (!ctx->registry->Get(id, false)) return SendSandboxNotFound(res, *ctx, id);
-  SendCodeMessage(res, 501, "SNAPSHOT::NOT_IMPLEMENTED",
-                  "Snapshots are not supported by this runtime.");
-}
-
 }  // namespace
 
 void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* ctx) {
@@ -448,18 +373,7 @@ void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* ctx) {
   server.Post(v1 + "/sandboxes/([^/]+)/renew-expiration", bind(HandleRenew));
   server.Patch(v1 + "/sandboxes/([^/]+)/metadata", bind(HandlePatchMetadata));
   server.Get(v1 + "/sandboxes/([^/]+)/endpoints/([^/]+)", bind(HandleEndpoint));
-  server.Post(v1 + "/sandboxes/([^/]+)/snapshots", bind(HandleCreateSnapshot));
-  server.Get(v1 + "/snapshots", [](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200,
-             "{\"items\":[],\"pagination\":{\"page\":1,\"pageSize\":20,\"totalItems\":0,"
-             "\"totalPages\":0,\"hasNextPage\":false}}");
-  });
-  auto snapshot_not_found = [](const httplib::Request& req, httplib::Response& res) {
-    SendCodeMessage(res, 404, "SNAPSHOT::NOT_FOUND",
-                    "Snapshot " + std::string(req.matches[1]) + " not found.");
-  };
-  server.Get(v1 + "/snapshots/([^/]+)", snapshot_not_found);
-  server.Delete(v1 + "/snapshots/([^/]+)", snapshot_not_found);
+  RegisterSnapshotRoutes(server, ctx);
 }
 
 }  // namespace fake_opensandbox

@@ -113,11 +113,14 @@ void SandboxRegistry::SetState(Record& record, const std::string& state) {
   record.gate->Set(GateFor(state));
 }
 
-bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::string* error) {
+bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from, SandboxInfo* created,
+                             std::string* error) {
   auto record = std::make_unique<Record>();
   SandboxInfo& info = record->info;
   info.id = NewUuid4();
   info.image_uri = spec.image_uri;
+  info.snapshot_id = spec.snapshot_id;
+  info.origin_image = from ? from->origin_image : spec.image_uri;
   info.platform = spec.platform;
   info.metadata = spec.metadata;
   info.entrypoint = spec.resolved_entrypoint;
@@ -126,22 +129,29 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   info.has_network_policy = spec.has_network_policy;
   if (spec.has_network_policy) info.egress_token = NewUuid4Hex();
   info.host_root = root_dir_ + "/" + info.id;
-  if (mkdir(info.host_root.c_str(), 0755) != 0) {
+  if (from) {
+    // A restore: the snapshot's files, as a container from the committed image has them.
+    if (!CopyTree(from->dir, info.host_root, error)) {
+      RemoveTreeQuietly(info.host_root);
+      return false;
+    }
+  } else if (mkdir(info.host_root.c_str(), 0755) != 0) {
     *error = "create sandbox directory: " + std::string(strerror(errno));
     return false;
+  } else {
+    // The tree a Debian image has (the system directories bound in for commands aside),
+    // so a `cwd` of /var or a path under /home works as it would on a real server.
+    for (const char* dir : {"/boot", "/home", "/media", "/mnt", "/run", "/srv", "/var",
+                            "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/opt",
+                            "/var/spool"}) {
+      mkdir((info.host_root + dir).c_str(), 0755);
+    }
+    for (const char* dir : {"/tmp", "/var/tmp"}) {
+      mkdir((info.host_root + dir).c_str(), 01777);
+      chmod((info.host_root + dir).c_str(), 01777);
+    }
+    mkdir((info.host_root + "/root").c_str(), 0700);
   }
-  // The tree a Debian image has (the system directories bound in for commands aside),
-  // so a `cwd` of /var or a path under /home works as it would on a real server.
-  for (const char* dir : {"/boot", "/home", "/media", "/mnt", "/run", "/srv", "/var",
-                          "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/opt",
-                          "/var/spool"}) {
-    mkdir((info.host_root + dir).c_str(), 0755);
-  }
-  for (const char* dir : {"/tmp", "/var/tmp"}) {
-    mkdir((info.host_root + dir).c_str(), 01777);
-    chmod((info.host_root + dir).c_str(), 01777);
-  }
-  mkdir((info.host_root + "/root").c_str(), 0700);
   std::string logs = logs_dir_ + "/" + info.id;
   mkdir(logs.c_str(), 0700);
 
@@ -161,11 +171,13 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   options.stats = stats_;
   options.log_dir = logs;
   options.staging_dir = staging_dir_;
+  // What the entrypoint runs: a shell script of the sandbox's own files that execs a
+  // program runs that program.
+  const std::vector<std::string> program = ProgramOf(info.host_root, spec.resolved_entrypoint);
   // The code-interpreter image has Jupyter configured (its environment names it), and
-  // running only when its script is the entrypoint.
-  if (spec.image_uri && IsCodeInterpreterImage(*spec.image_uri)) {
-    const bool script = !spec.resolved_entrypoint.empty() &&
-                        spec.resolved_entrypoint[0] == CodeInterpreterScriptOf(*spec.image_uri);
+  // running only when its script is what the entrypoint runs.
+  if (info.origin_image && IsCodeInterpreterImage(*info.origin_image)) {
+    const bool script = !program.empty() && program[0] == CodeInterpreterScriptOf(*info.origin_image);
     options.jupyter = script ? JupyterState::kRunning : JupyterState::kNotStarted;
   }
   record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);
@@ -179,8 +191,8 @@ bool SandboxRegistry::Create(const CreateSpec& spec, SandboxInfo* created, std::
   if (!pending && config_.runtime == Runtime::kDocker) {
     info.message = "Sandbox container started successfully.";
   }
-  if (spec.image_uri && !spec.resolved_entrypoint.empty() &&
-      !ImageHasProgram(*spec.image_uri, spec.resolved_entrypoint[0])) {
+  if (info.origin_image && !program.empty() && !ImageHasProgram(*info.origin_image, program[0]) &&
+      !FileInSandbox(info.host_root, program[0])) {
     // The container starts, and its entrypoint fails at once: "not found" is 127.
     record->exit_code = 127;
     record->transition_to = "Failed";

@@ -25,6 +25,7 @@
 #include "tests/fake-opensandbox/sandbox_gate.h"
 #include "tests/fake-opensandbox/server_clock.h"
 #include "tests/fake-opensandbox/server_stats.h"
+#include "tests/fake-opensandbox/snapshot_store.h"
 
 namespace fake_opensandbox {
 
@@ -32,6 +33,10 @@ namespace fake_opensandbox {
 struct SandboxInfo {
   std::string id;
   std::optional<std::string> image_uri;
+  std::optional<std::string> snapshot_id;   // restored from this snapshot
+  // The image the sandbox's files first came from (its own, or its snapshot's origin):
+  // the fake's image facts (image_catalog.h) follow the files, not the API's `image`.
+  std::optional<std::string> origin_image;
   std::optional<std::pair<std::string, std::string>> platform;
   StringPairs metadata;
   std::vector<std::string> entrypoint;
@@ -56,7 +61,9 @@ class SandboxRegistry {
                   std::shared_ptr<ServerStats> stats, std::string root_dir, std::string work_dir);
   ~SandboxRegistry();
 
-  bool Create(const CreateSpec& spec, SandboxInfo* created, std::string* error);
+  // `from`: the snapshot a restore starts from (its files and origin image).
+  bool Create(const CreateSpec& spec, const SnapshotSource* from, SandboxInfo* created,
+              std::string* error);
   // `count_poll`: this GET counts towards --pending-polls.
   std::optional<SandboxInfo> Get(const std::string& id, bool count_poll);
   std::vector<SandboxInfo> List();

@@ -46,6 +46,7 @@ inline constexpr Field kFields[] = {
     {"platform",            "",                            nullptr,                          false, true},
     {"secure_access",       "false",                       nullptr,                          false, true},
     {"execd_access_token",  "",                            nullptr,                          true,  false},
+    {"snapshot_timeout",    "600",                         nullptr,                          false, false},
 };
 // clang-format on
 

@@ -73,6 +73,11 @@ void BackgroundTasks::KeepTime() {
   all_done_.notify_all();
 }
 
+bool BackgroundTasks::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
 BackgroundTasks::Stats BackgroundTasks::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return Stats{threads_, queue_.size(), timers_.size()};

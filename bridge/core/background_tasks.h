@@ -36,6 +36,8 @@ class BackgroundTasks {
     size_t timers = 0;   // waiting for their time
   };
   Stats stats() const;
+  // The destructor has begun: what waits runs at once, so work that polls should stop.
+  bool stopping() const;
 
  private:
   void StartWorkerLocked();  // one more thread, if the bound allows

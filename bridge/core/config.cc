@@ -236,10 +236,12 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
       auto entrypoint = ParseEntrypoint(name, value);
       if (!entrypoint.ok()) return entrypoint.error();
       config.entrypoint = std::move(entrypoint).value();
-    } else if (name == "ready_timeout" || name == "request_timeout") {
+    } else if (name == "ready_timeout" || name == "request_timeout" || name == "snapshot_timeout") {
       auto s = ParseSeconds(name, value);
       if (!s.ok()) return s.error();
-      (name == "ready_timeout" ? config.ready_timeout_s : config.request_timeout_s) = *s;
+      (name == "ready_timeout"     ? config.ready_timeout_s
+       : name == "request_timeout" ? config.request_timeout_s
+                                   : config.snapshot_timeout_s) = *s;
     } else if (name == "default_timeout") {
       const std::string t = Trim(value);
       char* end = nullptr;
@@ -319,6 +321,8 @@ std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
       value = number(config.ready_timeout_s);
     } else if (name == "request_timeout") {
       value = number(config.request_timeout_s);
+    } else if (name == "snapshot_timeout") {
+      value = number(config.snapshot_timeout_s);
     } else if (name == "default_timeout") {
       value = std::to_string(config.default_timeout_s);
     } else if (name == "registry_username") {

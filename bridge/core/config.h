@@ -33,6 +33,7 @@ struct ProviderConfig {
   std::string platform_os, platform_arch;
   bool secure_access = false;
   std::string execd_access_token;  // secret
+  double snapshot_timeout_s = 600;  // how long sandbox.snapshot waits for Ready
 
   // Identifies the server and the credential: state obtained with one key is never
   // served to a session holding another. In memory only; holds the key itself.

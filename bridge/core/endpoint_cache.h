@@ -13,6 +13,7 @@
 
 #include "bridge/core/code_registry.h"
 #include "bridge/core/config.h"
+#include "bridge/core/saved_entrypoint.h"
 #include "bridge/core/shell_registry.h"
 #include "bridge/core/terminals.h"
 #include "bridge/opensandbox/execd_client.h"
@@ -26,6 +27,8 @@ class EndpointCache {
       : http_(http), lifecycle_url_(std::move(lifecycle_url)), api_key_(std::move(api_key)) {}
 
   opensandbox::HttpCaller* http() { return http_; }
+  // The launchers that snapshots of this server's sandboxes hold (saved_entrypoint.h).
+  SavedEntrypointLeases& saved_entrypoints() { return saved_entrypoints_; }
 
   // A lifecycle client with the session's deadline.
   opensandbox::LifecycleClient Lifecycle(const ProviderConfig& config) const;
@@ -74,6 +77,7 @@ class EndpointCache {
   TerminalRegistry& terminals() { return terminals_; }
 
  private:
+  SavedEntrypointLeases saved_entrypoints_;
   struct CacheEntry {
     opensandbox::ExecdTarget target;
     std::string sandbox_id;

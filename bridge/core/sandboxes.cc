@@ -7,6 +7,8 @@
 #include "bridge/base/json.h"
 #include "bridge/base/log.h"
 #include "bridge/base/time_util.h"
+#include "bridge/core/metadata_labels.h"
+#include "bridge/core/saved_entrypoint.h"
 
 namespace abx::core {
 namespace {
@@ -52,7 +54,8 @@ std::string Sandboxes::TemplateOf(const std::string& image) const {
 
 Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record) const {
   Sandbox sandbox;
-  sandbox.template_name = TemplateOf(record.image);
+  // A restored sandbox has no image of its own (docs/opensandbox.md §1.12).
+  if (!record.image.empty()) sandbox.template_name = TemplateOf(record.image);
   sandbox.record = std::move(record);
   return sandbox;
 }
@@ -74,19 +77,29 @@ bool IsCodeInterpreterImage(const std::string& image) {
 std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
   const std::string image = ResolveImage(spec.template_name);
   std::vector<std::string> entrypoint = spec.entrypoint;
-  if (entrypoint.empty()) {
+  if (!spec.snapshot_id.empty()) {
+    // The server would start `tail -f /dev/null`: the launcher sandbox.snapshot left in
+    // the snapshot runs what the source ran (docs/mapping.md, "Snapshots").
+    if (entrypoint.empty()) entrypoint = {kSavedEntrypointPath};
+  } else if (entrypoint.empty()) {
     // The code-interpreter images start Jupyter from their own script, which the sandbox
     // must run as its entrypoint (docs/opensandbox.md §2.13); every
     // other image only needs to stay alive for execd, as the configured default does.
     entrypoint = IsCodeInterpreterImage(image) ? std::vector<std::string>{kCodeInterpreterScript}
                                                : config_->entrypoint;
   }
-  std::string body = "{\"image\":{\"uri\":" + json::Quote(image);
-  if (!config_->registry_username.empty()) {
-    body += ",\"auth\":{\"username\":" + json::Quote(config_->registry_username) +
-            ",\"password\":" + json::Quote(config_->registry_password) + "}";
+  std::string body;
+  if (!spec.snapshot_id.empty()) {
+    body = "{\"snapshotId\":" + json::Quote(spec.snapshot_id);
+  } else {
+    body = "{\"image\":{\"uri\":" + json::Quote(image);
+    if (!config_->registry_username.empty()) {
+      body += ",\"auth\":{\"username\":" + json::Quote(config_->registry_username) +
+              ",\"password\":" + json::Quote(config_->registry_password) + "}";
+    }
+    body += "}";
   }
-  body += "},\"entrypoint\":" + json::ArrayOfStrings(entrypoint);
+  body += ",\"entrypoint\":" + json::ArrayOfStrings(entrypoint);
   std::map<std::string, std::string> limits = {{"cpu", spec.cpu.empty() ? "1" : spec.cpu},
                                                {"memory", spec.memory.empty() ? "2Gi" : spec.memory}};
   body += ",\"resourceLimits\":" + json::ObjectOfStrings(limits);
@@ -120,8 +133,12 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
                      : WaitUntilUsable(*created, deadline, cancel, progress);
   if (!ready.ok()) {
     Error failed = ready.error();
-    if (spec.entrypoint.empty() && IsCodeInterpreterImage(ResolveImage(spec.template_name)) &&
-        failed.code == ErrorCode::kUpstream && failed.message.find("code 127") != std::string::npos) {
+    const bool not_found = failed.code == ErrorCode::kUpstream && failed.message.find("code 127") != std::string::npos;
+    if (!spec.snapshot_id.empty() && spec.entrypoint.empty() && not_found) {
+      failed.message += "; snapshot " + spec.snapshot_id +
+                        " holds no saved entrypoint (it was not made by sandbox.snapshot): pass the call's entrypoint";
+    } else if (spec.snapshot_id.empty() && spec.entrypoint.empty() && IsCodeInterpreterImage(ResolveImage(spec.template_name)) &&
+               not_found) {
       // The script is missing: images before code-interpreter v1.1.0 keep it elsewhere
       // (docs/opensandbox.md §2.17); the contract fixes the entrypoint, the call can name it.
       failed.message += "; a code-interpreter image older than v1.1.0 keeps its start script at " +
@@ -137,7 +154,7 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
   }
   auto record = lifecycle_.Get(id, nullptr);
   opensandbox::SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
-  if (out.image.empty()) out.image = ResolveImage(spec.template_name);
+  if (out.image.empty() && spec.snapshot_id.empty()) out.image = ResolveImage(spec.template_name);
   return Wrap(std::move(out));
 }
 
@@ -245,6 +262,21 @@ Result<SandboxList> Sandboxes::List(const std::vector<std::string>& states,
     }
     ++page;
   }
+}
+
+Result<Sandbox> Sandboxes::SetMetadata(const std::string& id, const MetadataPatch& patch, CancelToken* cancel) {
+  std::string body = "{";
+  for (const auto& [key, value] : patch) {
+    std::string problem = LabelKeyProblem(key);
+    if (problem.empty() && value) problem = LabelValueProblem(*value);
+    if (!problem.empty()) return InvalidParams("metadata." + key, "metadata key " + json::Quote(key) + ": " + problem);
+    if (body.size() > 1) body += ",";
+    body += json::Quote(key) + ":" + (value ? json::Quote(*value) : std::string("null"));
+  }
+  body += "}";
+  auto patched = lifecycle_.PatchMetadata(id, body, cancel);
+  if (!patched.ok()) return patched.error().Within("sandbox.set_metadata");
+  return Wrap(std::move(patched).value());
 }
 
 Result<bool> Sandboxes::Kill(const std::string& id, CancelToken* cancel) {

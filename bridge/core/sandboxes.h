@@ -39,6 +39,9 @@ struct CreateSpec {
   // script, else the configured entrypoint.
   std::vector<std::string> entrypoint;
   std::optional<bool> secure;
+  // A restore (provider_options.snapshot_id): the sandbox starts from this snapshot, with
+  // the entrypoint its source ran unless `entrypoint` names one (saved_entrypoint.h).
+  std::string snapshot_id;
 };
 
 struct Sandbox {
@@ -73,6 +76,11 @@ class Sandboxes {
   Result<std::string> SetTimeout(const std::string& id, int64_t seconds, CancelToken* cancel);
   Result<Sandbox> Pause(const std::string& id, CancelToken* cancel);
   Result<Sandbox> Resume(const std::string& id, CancelToken* cancel);
+  // The server's merge patch of the sandbox's metadata (nullopt deletes a key); the keys
+  // and values are checked against the server's label rules first (-32602 naming the
+  // key as metadata.<key>).
+  using MetadataPatch = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  Result<Sandbox> SetMetadata(const std::string& id, const MetadataPatch& patch, CancelToken* cancel);
 
   // alias → image, "base" → default_image, else verbatim.
   std::string ResolveImage(const std::string& template_name) const;

@@ -45,7 +45,49 @@ bool DecodeSandboxValue(const rapidjson::Value& v, SandboxRecord* out) {
   return true;
 }
 
+bool DecodeSnapshotValue(const rapidjson::Value& v, SnapshotRecord* out) {
+  if (!v.IsObject()) return false;
+  auto id = json::GetString(v, "id");
+  if (!id || id->empty()) return false;
+  out->id = *id;
+  out->sandbox_id = json::GetString(v, "sandboxId").value_or("");
+  out->name = json::GetString(v, "name").value_or("");
+  const auto* status = json::GetMember(v, "status");
+  if (!status || !status->IsObject()) return false;
+  out->state = json::GetString(*status, "state").value_or("");
+  out->reason = json::GetString(*status, "reason").value_or("");
+  out->message = json::GetString(*status, "message").value_or("");
+  out->created_at = NormalizeRfc3339(json::GetString(v, "createdAt").value_or(""));
+  return true;
+}
+
 }  // namespace
+
+Result<SnapshotRecord> DecodeSnapshot(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  SnapshotRecord record;
+  if (doc.HasParseError() || !DecodeSnapshotValue(doc, &record)) return NotItsApi("snapshot");
+  return record;
+}
+
+Result<SnapshotPage> DecodeSnapshotPage(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(body.c_str(), body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return NotItsApi("list snapshots");
+  const auto* items = json::GetMember(doc, "items");
+  if (!items || !items->IsArray()) return NotItsApi("list snapshots");
+  SnapshotPage page;
+  for (auto& item : items->GetArray()) {
+    SnapshotRecord record;
+    if (!DecodeSnapshotValue(item, &record)) return NotItsApi("list snapshots");
+    page.items.push_back(std::move(record));
+  }
+  if (const auto* pagination = json::GetMember(doc, "pagination"); pagination && pagination->IsObject()) {
+    page.has_next = json::GetBool(*pagination, "hasNextPage").value_or(false);
+  }
+  return page;
+}
 
 Result<SandboxRecord> DecodeSandbox(const std::string& body) {
   rapidjson::Document doc;
@@ -179,6 +221,57 @@ Result<std::string> LifecycleClient::Renew(const std::string& id, const std::str
     return NotItsApi("set sandbox timeout");
   }
   return NormalizeRfc3339(*json::GetString(doc, "expiresAt"));
+}
+
+Result<SandboxRecord> LifecycleClient::PatchMetadata(const std::string& id, const std::string& patch_json,
+                                                     const CancelToken* cancel) {
+  HttpCall call = Call("PATCH", "/sandboxes/" + PercentEncode(id) + "/metadata");
+  call.headers.emplace_back("Content-Type", "application/json");
+  call.body = patch_json;
+  auto answer = http_->Send(call, cancel, "set sandbox metadata");
+  if (!answer.ok()) return answer.error();
+  return DecodeSandbox(answer->body);
+}
+
+Result<SnapshotRecord> LifecycleClient::CreateSnapshot(const std::string& sandbox_id, const std::string& name,
+                                                       const CancelToken* cancel) {
+  HttpCall call = Call("POST", "/sandboxes/" + PercentEncode(sandbox_id) + "/snapshots");
+  call.headers.emplace_back("Content-Type", "application/json");
+  call.body = name.empty() ? "{}" : "{\"name\":" + json::Quote(name) + "}";
+  auto answer = http_->Send(call, cancel, "snapshot sandbox");
+  if (!answer.ok()) return answer.error();
+  return DecodeSnapshot(answer->body);
+}
+
+Result<SnapshotRecord> LifecycleClient::GetSnapshot(const std::string& id, const CancelToken* cancel) {
+  HttpCall call = Call("GET", "/snapshots/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "get snapshot");
+  if (!answer.ok()) return answer.error();
+  return DecodeSnapshot(answer->body);
+}
+
+Result<SnapshotPage> LifecycleClient::ListSnapshots(const std::string& sandbox_id,
+                                                    const std::vector<std::string>& states, int page,
+                                                    int page_size, const CancelToken* cancel) {
+  std::string query = "?page=" + std::to_string(page) + "&pageSize=" + std::to_string(page_size);
+  if (!sandbox_id.empty()) query += "&sandboxId=" + PercentEncode(sandbox_id);
+  for (const std::string& state : states) query += "&state=" + PercentEncode(state);
+  HttpCall call = Call("GET", "/snapshots" + query);
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "list snapshots");
+  if (!answer.ok()) return answer.error();
+  return DecodeSnapshotPage(answer->body);
+}
+
+Status LifecycleClient::DeleteSnapshot(const std::string& id, const CancelToken* cancel) {
+  // Not idempotent upstream (a second DELETE is 404), which the caller reads as "gone":
+  // safe to retry.
+  HttpCall call = Call("DELETE", "/snapshots/" + PercentEncode(id));
+  call.idempotent = true;
+  auto answer = http_->Send(call, cancel, "delete snapshot");
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
 }
 
 Result<Endpoint> LifecycleClient::GetEndpoint(const std::string& id, int port,

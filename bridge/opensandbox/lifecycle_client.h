@@ -31,6 +31,22 @@ struct SandboxPage {
   int64_t total_items = 0;
 };
 
+// A snapshot as the server shows it (docs/opensandbox.md §1.12).
+struct SnapshotRecord {
+  std::string id;
+  std::string sandbox_id;
+  std::string name;   // empty: none given
+  std::string state;  // Creating, Ready, Failed, Deleting; unknown values kept
+  std::string reason;
+  std::string message;
+  std::string created_at;  // RFC 3339 UTC, as normalised
+};
+
+struct SnapshotPage {
+  std::vector<SnapshotRecord> items;
+  bool has_next = false;
+};
+
 struct Endpoint {
   std::string endpoint;  // host[:port][/path], no scheme
   Headers headers;       // to send on every request there
@@ -58,6 +74,17 @@ class LifecycleClient {
   // Absolute expiry; returns the server's normalised expiresAt.
   Result<std::string> Renew(const std::string& id, const std::string& expires_at,
                             const CancelToken* cancel);
+  // PATCH /sandboxes/{id}/metadata with a ready merge-patch object; the whole sandbox.
+  Result<SandboxRecord> PatchMetadata(const std::string& id, const std::string& patch_json,
+                                      const CancelToken* cancel);
+  // POST /sandboxes/{id}/snapshots (`name` empty: none); the snapshot, Creating.
+  Result<SnapshotRecord> CreateSnapshot(const std::string& sandbox_id, const std::string& name,
+                                        const CancelToken* cancel);
+  Result<SnapshotRecord> GetSnapshot(const std::string& id, const CancelToken* cancel);
+  // `sandbox_id` empty: every sandbox's.
+  Result<SnapshotPage> ListSnapshots(const std::string& sandbox_id, const std::vector<std::string>& states,
+                                     int page, int page_size, const CancelToken* cancel);
+  Status DeleteSnapshot(const std::string& id, const CancelToken* cancel);
   Result<Endpoint> GetEndpoint(const std::string& id, int port, bool use_server_proxy,
                                const CancelToken* cancel);
   // GET /health at the server root (no auth needed) — reachability; also the clock.
@@ -77,5 +104,7 @@ class LifecycleClient {
 Result<SandboxRecord> DecodeSandbox(const std::string& body);
 Result<SandboxPage> DecodeSandboxPage(const std::string& body);
 Result<Endpoint> DecodeEndpoint(const std::string& body);
+Result<SnapshotRecord> DecodeSnapshot(const std::string& body);
+Result<SnapshotPage> DecodeSnapshotPage(const std::string& body);
 
 }  // namespace abx::opensandbox

@@ -29,6 +29,7 @@ struct FakeStats {
   int64_t kernels_alive = 0;
   int64_t session_runs_active = 0;  // bash session runs whose output pipe is still open
   int64_t auth_rejected = 0;  // lifecycle requests refused for a missing or wrong key
+  int64_t snapshots = 0;      // every snapshot the server holds, whatever its state
 };
 
 struct HttpResponse {

@@ -39,7 +39,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
-  EXPECT_EQ(partial->MemberCount(), 3u) << response->raw;
+  EXPECT_EQ(partial->MemberCount(), 4u) << response->raw;
   // The key holds a dot, so it is looked up directly rather than by dotted path.
   auto note = partial->FindMember("process.manage");
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;
@@ -55,7 +55,8 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_STREQ(shell->value.GetString(), "stderr arrives as stdout; blank lines are dropped");
   EXPECT_THAT(GetStrings(result, "extensions"),
               UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod",
-                                   "files.transfer", "sandbox.metrics"))
+                                   "files.transfer", "sandbox.metrics", "sandbox.snapshot",
+                                   "sandbox.metadata"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;

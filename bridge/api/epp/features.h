@@ -13,8 +13,9 @@ inline constexpr const char* kFeatures[] = {
     "process.manage",    "files.rw",        "ports.url",     "sessions",       "code.interpret",
     "pty",
 };
-inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell", "files.search",
-                                              "files.chmod", "files.transfer", "sandbox.metrics"};
+inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell",     "files.search",    "files.chmod",
+                                              "files.transfer", "sandbox.metrics", "sandbox.snapshot",
+                                              "sandbox.metadata"};
 struct Partial {
   const char* feature;
   const char* note;
@@ -24,6 +25,7 @@ inline constexpr Partial kPartial[] = {
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
     {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},
+    {"sandbox.metadata", "provider_options.volumes and pool_ref are not served yet (E8004)"},
 };
 
 // The "partial" object of initialize and provider.info.

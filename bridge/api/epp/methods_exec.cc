@@ -105,7 +105,9 @@ class NotifyingSink final : public core::ExecSink {
 
 bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
   // Interrupted at end of input; a transfer's temporary file is removed.
-  if (method == "exec.run" || method == "code.run" || method == "files.download" || method == "files.upload") {
+  // A snapshot taken for nobody is deleted.
+  if (method == "exec.run" || method == "code.run" || method == "files.download" || method == "files.upload" ||
+      method == "sandbox.snapshot") {
     return true;
   }
   if (method != "exec.start") return false;

@@ -45,6 +45,13 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spe
   std::map<std::string, std::string> aliases;
   for (auto& m : options->GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (key == "snapshot_id") {  // a restore (sandbox.snapshot extension), not a configuration field
+      if (!m.value.IsString() || m.value.GetStringLength() == 0) {
+        return InvalidParams("provider_options.snapshot_id", "provider_options.snapshot_id must be a snapshot id");
+      }
+      spec->snapshot_id = m.value.GetString();
+      continue;
+    }
     const config::Field* field = config::FindField(key);
     if (field == nullptr || !field->per_request) {
       Error refused = MakeError(ErrorCode::kUnsupported, "provider_options." + key + " is not an option a request may set");
@@ -84,6 +91,9 @@ Result<std::string> SandboxCreate(Request& req) {
   }
   ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req, &spec));
   ABX_ASSIGN_OR_RETURN(auto template_name, p.String("template"));
+  if (template_name && !spec.snapshot_id.empty()) {
+    return InvalidParams("template", "template and provider_options.snapshot_id are two sources: give one");
+  }
   spec.template_name = template_name.value_or("base");
   ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
   if (timeout && *timeout < 0) return InvalidParams("timeout", "timeout must not be negative");
@@ -176,6 +186,29 @@ Result<std::string> SandboxSetTimeout(Request& req) {
   core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
   ABX_ASSIGN_OR_RETURN(std::string expires, sandboxes.SetTimeout(id, *timeout, &req.cancel()));
   return "{\"expires_at\":" + Quote(expires) + "}";
+}
+
+Result<std::string> SandboxSetMetadata(Request& req) {
+  Params p(req.params());
+  ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
+  const rapidjson::Value* metadata = p.Raw("metadata");
+  if (!metadata || !metadata->IsObject()) {
+    return InvalidParams("metadata", "metadata is required: an object of string or null values");
+  }
+  core::Sandboxes::MetadataPatch patch;
+  for (auto& m : metadata->GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (m.value.IsNull()) {
+      patch.emplace_back(key, std::nullopt);
+    } else if (m.value.IsString()) {
+      patch.emplace_back(key, std::string(m.value.GetString(), m.value.GetStringLength()));
+    } else {
+      return InvalidParams("metadata." + key, "metadata." + key + " must be a string, or null to delete it");
+    }
+  }
+  core::Sandboxes sandboxes(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.SetMetadata(id, patch, &req.cancel()));
+  return SandboxJson(sandbox);
 }
 
 Result<std::string> SandboxPause(Request& req) {

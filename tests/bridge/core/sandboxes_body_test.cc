@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "bridge/core/metadata_labels.h"
 #include "bridge/core/sandboxes.h"
+#include "bridge/core/saved_entrypoint.h"
+#include "bridge/core/snapshots.h"
 
 namespace abx::core {
 namespace {
@@ -80,6 +83,50 @@ TEST(SandboxesBodyTest, OptionsAndDefaults) {
   EXPECT_EQ(Body({}, spec)["timeout"].GetInt(), 60);
   spec.timeout_s = 0;  // no expiry: the field is left out
   EXPECT_FALSE(Body({}, spec).HasMember("timeout"));
+}
+
+// A restore names the snapshot instead of an image, sends no registry credentials, and
+// runs the launcher sandbox.snapshot kept unless the call names an entrypoint.
+TEST(SandboxesBodyTest, ARestoreNamesItsSnapshotAndRunsTheSavedEntrypoint) {
+  CreateSpec spec;
+  spec.snapshot_id = "snap-1";
+  auto doc = Body({{"registry_username", "u"}, {"registry_password", "p"}}, spec);
+  EXPECT_STREQ(doc["snapshotId"].GetString(), "snap-1");
+  EXPECT_FALSE(doc.HasMember("image"));
+  ASSERT_EQ(doc["entrypoint"].Size(), 1u);
+  EXPECT_STREQ(doc["entrypoint"][0].GetString(), "/.abx-opensandbox-entrypoint");
+  spec.entrypoint = {"sleep", "infinity"};
+  doc = Body({}, spec);
+  ASSERT_EQ(doc["entrypoint"].Size(), 2u);
+  EXPECT_STREQ(doc["entrypoint"][0].GetString(), "sleep");
+}
+
+TEST(SandboxesBodyTest, TheSavedEntrypointExecsEveryWordQuoted) {
+  EXPECT_EQ(SavedEntrypointScript({"python3", "it's", "$HOME"}),
+            "#!/bin/sh\n# The entrypoint this sandbox's source ran, kept by sandbox.snapshot.\n"
+            "exec 'python3' 'it'\\''s' '$HOME'\n");
+  EXPECT_TRUE(RunsSavedEntrypoint({"/.abx-opensandbox-entrypoint"}));
+  EXPECT_FALSE(RunsSavedEntrypoint({"/.abx-opensandbox-entrypoint", "x"}));
+}
+
+TEST(SandboxesBodyTest, LabelRulesAsTheServerHasThemAndSnapshotNames) {
+  for (const char* good : {"team", "a", "example.com/stage", "a.b_c-d", "x1/y"}) {
+    EXPECT_EQ(LabelKeyProblem(good), "") << good;
+  }
+  for (const char* bad : {"", "-a", "a-", "opensandbox.io/x", "Example.com/x", "a b", "a/", "/a",
+                          "this-name-is-much-too-long-for-a-label-because-it-has-64-chars-xx"}) {
+    EXPECT_NE(LabelKeyProblem(bad), "") << bad;
+  }
+  EXPECT_EQ(LabelValueProblem(""), "");
+  EXPECT_EQ(LabelValueProblem("v1.2"), "");
+  EXPECT_NE(LabelValueProblem("no spaces"), "");
+  EXPECT_TRUE(CheckSnapshotName("name", "checkpoint before import").ok());
+  EXPECT_FALSE(CheckSnapshotName("name", "").ok());
+  EXPECT_FALSE(CheckSnapshotName("name", std::string(129, 'x')).ok());
+  EXPECT_TRUE(CheckSnapshotName("name", std::string(128, 'x')).ok());
+  EXPECT_FALSE(CheckSnapshotName("name", "tab\there").ok());
+  EXPECT_FALSE(CheckSnapshotName("name", "c1\xc2\x85").ok());
+  EXPECT_TRUE(CheckSnapshotName("name", "\xc3\xa9t\xc3\xa9").ok());  // "été"
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ namespace {
 TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
   for (const char* m :
        {"sandbox.create", "sandbox.connect", "sandbox.get", "sandbox.list", "sandbox.kill",
-        "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "exec.start", "exec.run",
+        "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "sandbox.snapshot", "snapshot.get", "sandbox.set_metadata",
+        "snapshot.list", "snapshot.delete", "exec.start", "exec.run",
         "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
         "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
         "files.search", "files.chmod", "files.download", "files.upload", "sandbox.metrics", "ports.url", "code.context.create",

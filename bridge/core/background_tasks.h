@@ -17,6 +17,14 @@
 
 namespace abx::core {
 
+// Work that may outlive the request that starts it, as a core class sees it
+// (BridgeCore::Runner): `run_after` runs a task after a delay without holding a thread
+// meanwhile; `stopping` says the daemon is going away, so polling should end.
+struct BackgroundRunner {
+  std::function<void(std::chrono::milliseconds, std::function<void()>)> run_after;
+  std::function<bool()> stopping;
+};
+
 class BackgroundTasks {
  public:
   using Clock = std::chrono::steady_clock;

@@ -61,8 +61,14 @@ class BridgeCore {
   void RunInBackground(std::function<void()> task);
   // The same once `when` has come; the wait holds no thread.
   void RunInBackgroundAt(std::chrono::steady_clock::time_point when, std::function<void()> task);
-  // The core is being destroyed: background work that polls should give up.
-  bool StoppingBackground() const { return background_.stopping(); }
+  // RunInBackgroundAt and the stopping flag, for core classes (snapshots.h).
+  BackgroundRunner Runner() {
+    return BackgroundRunner{
+        [this](std::chrono::milliseconds delay, std::function<void()> task) {
+          RunInBackgroundAt(std::chrono::steady_clock::now() + delay, std::move(task));
+        },
+        [this] { return background_.stopping(); }};
+  }
 
   // Held by a running exec stream, for the stats.
   class StreamLease {

@@ -14,6 +14,7 @@
 
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
+#include "bridge/core/background_tasks.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/opensandbox/lifecycle_client.h"
@@ -23,14 +24,6 @@ namespace abx::core {
 struct SnapshotList {
   std::vector<opensandbox::SnapshotRecord> snapshots;
   std::optional<std::string> next_cursor;
-};
-
-// Work that may outlive the request (BridgeCore::RunInBackgroundAt): `run_after` runs a
-// task after a delay without holding a thread meanwhile; `stopping` says the daemon is
-// going away, so polling should end.
-struct BackgroundRunner {
-  std::function<void(std::chrono::milliseconds, std::function<void()>)> run_after;
-  std::function<bool()> stopping;
 };
 
 // A snapshot name as the contract allows it: 1–128 characters, no control characters.

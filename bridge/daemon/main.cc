@@ -22,6 +22,7 @@
 #include "bridge/daemon/daemon.h"
 #include "bridge/daemon/pty_command.h"
 #include "bridge/daemon/sandboxes_command.h"
+#include "bridge/daemon/snapshot_command.h"
 #include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
@@ -34,7 +35,7 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
@@ -43,6 +44,8 @@ int Usage(FILE* out) {
                "(--json for tooling)\n"
                "  pty SANDBOX_ID [PTY_ID]  a terminal of the sandbox here (a new one, or PTY_ID "
                "attached); ^] detaches\n"
+               "  snapshot SANDBOX_ID [--name NAME]  a snapshot of the sandbox, once Ready; prints "
+               "its id\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
                abx::ResolveSocketPath(abx::kBuildId).c_str());
@@ -86,11 +89,14 @@ int main(int argc, char** argv) {
     options.idle_timeout = std::chrono::seconds(std::atol(idle));
   }
   bool json = false;
+  std::string snapshot_name;
   std::vector<std::string> operands;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (command == "pty" && !arg.empty() && arg[0] != '-') {
+    if ((command == "pty" || command == "snapshot") && !arg.empty() && arg[0] != '-') {
       operands.push_back(arg);
+    } else if (arg == "--name" && command == "snapshot" && i + 1 < argc) {
+      snapshot_name = argv[++i];
     } else if (arg == "--json" && (command == "sandboxes" || command == "status")) {
       json = true;  // `status` prints JSON either way
     } else if (arg == "--socket" && i + 1 < argc) {
@@ -117,6 +123,10 @@ int main(int argc, char** argv) {
   if (command == "pty") {
     if (operands.empty() || operands.size() > 2) return Usage(stderr);
     return abx::daemon::AttachTerminal(options.socket_path, operands[0], operands.size() > 1 ? operands[1] : "");
+  }
+  if (command == "snapshot") {
+    if (operands.size() != 1) return Usage(stderr);
+    return abx::daemon::TakeSnapshot(options.socket_path, operands[0], snapshot_name);
   }
   return Usage(stderr);
 }

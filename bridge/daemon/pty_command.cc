@@ -15,7 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/config_fields.h"
+#include "bridge/daemon/cli_config.h"
 #include "proto/terminal.grpc.pb.h"
 
 namespace abx::daemon {
@@ -31,20 +31,6 @@ void OnWinch(int) {
   const char c = 'w';
   ssize_t ignored = write(wake_pipe[1], &c, 1);
   (void)ignored;
-}
-
-// The provider configuration from the environment, as the shim reads it (without
-// ~/.abx/config.toml): ABX_OPENSANDBOX_<FIELD>, then the OpenSandbox SDK's variable.
-google::protobuf::Map<std::string, std::string> ConfigFromEnvironment() {
-  google::protobuf::Map<std::string, std::string> config;
-  for (const config::Field& field : config::kFields) {
-    std::string name = "ABX_OPENSANDBOX_";
-    for (const char* c = field.name; *c; ++c) name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
-    const char* value = std::getenv(name.c_str());
-    if (!value && field.native_variable) value = std::getenv(field.native_variable);
-    if (value && *value) config[field.name] = value;
-  }
-  return config;
 }
 
 bool WindowSize(uint32_t* cols, uint32_t* rows) {

@@ -6,6 +6,10 @@ E2E_BINARIES = [
     "//tests/fake-opensandbox:fake-opensandbox",
 ]
 
+# Suites that load the machine hard (sixteen kernels at once) reserve both cores, so two
+# of them never run side by side (Bazel's cpu:N test tag).
+HEAVY_SUITES = ["code_test"]
+
 def e2e_test(name, src, env = {}):
     native.cc_test(
         name = name,
@@ -19,7 +23,7 @@ def e2e_test(name, src, env = {}):
             "//bridge/daemon:system_allocator": ["ABX_BRIDGE_SYSTEM_ALLOCATOR"],
             "//conditions:default": [],
         }),
-        tags = ["local"],
+        tags = ["local"] + (["cpu:2"] if src[:-len(".cc")] in HEAVY_SUITES else []),
         deps = [
             ":harness",
             "//common:build_info",

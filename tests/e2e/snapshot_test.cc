@@ -324,5 +324,33 @@ TEST_F(SnapshotTest, MetadataIsSetAndDeletedByTheServersMergePatch) {
   EXPECT_EQ(gone->EppCode(), "E8005") << gone->raw;
 }
 
+// The CLI a person uses: `abx-opensandbox-bridge snapshot SANDBOX --name N` waits for
+// Ready and prints the id; an unknown sandbox fails with the EPP code.
+TEST_F(SnapshotTest, TheBridgeCliTakesASnapshotByName) {
+  EppSession* shim = nullptr;
+  std::string sandbox;
+  ASSERT_TRUE(StartShimWithSandbox(&shim, &sandbox));
+  std::string output;
+  auto status = RunCommand({BridgeBinary(), "snapshot", sandbox, "--name", "from the cli", "--socket", socket_path()},
+                           ShimEnv(), Millis(60000), &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_TRUE(status->exited && status->code == 0) << output;
+  const std::string marker = "\nsnapshot ";  // the sentence after "taking a snapshot of ..."
+  const size_t at = output.find(marker);
+  ASSERT_NE(at, std::string::npos) << output;
+  const std::string id = output.substr(at + marker.size(), output.find(' ', at + marker.size()) - at - marker.size());
+  EXPECT_NE(output.find(id + "\n"), std::string::npos) << "the id alone on a line: " << output;
+  MessagePtr got = shim->Request("snapshot.get", JsonObject().Str("snapshot_id", id).str());
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(GetString(got->result(), "name"), "from the cli") << got->raw;
+  EXPECT_EQ(GetString(got->result(), "state"), "Ready") << got->raw;
+
+  status = RunCommand({BridgeBinary(), "snapshot", "no-such-sandbox", "--socket", socket_path()}, ShimEnv(),
+                      Millis(30000), &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 1) << output;
+  EXPECT_NE(output.find("E8005"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace abx::e2e

@@ -22,13 +22,7 @@ std::string SnapshotJson(const opensandbox::SnapshotRecord& s) {
 }
 
 core::Snapshots SnapshotsOf(Request& req) {
-  core::BridgeCore* core = &req.session().core();
-  core::BackgroundRunner background;
-  background.run_after = [core](std::chrono::milliseconds delay, std::function<void()> task) {
-    core->RunInBackgroundAt(std::chrono::steady_clock::now() + delay, std::move(task));
-  };
-  background.stopping = [core] { return core->StoppingBackground(); };
-  return core::Snapshots(req.session().upstream(), &req.session().config(), std::move(background));
+  return core::Snapshots(req.session().upstream(), &req.session().config(), req.session().core().Runner());
 }
 
 Result<std::string> SnapshotId(const Params& p) {

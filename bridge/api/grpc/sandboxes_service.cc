@@ -55,6 +55,12 @@ Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request)
     }
   }
   if (request.has_secure()) spec.secure = request.secure();
+  if (!request.snapshot_id().empty()) {
+    if (!request.template_().empty()) {
+      return InvalidParams("template", "template and snapshot_id are two sources: give one");
+    }
+    spec.snapshot_id = request.snapshot_id();
+  }
   return spec;
 }
 
@@ -188,6 +194,27 @@ grpc::ServerUnaryReactor* SandboxesService::GetMetrics(grpc::CallbackServerConte
         reply->set_mem_total_mib(sample.mem_total_mib);
         reply->set_mem_used_mib(sample.mem_used_mib);
         reply->set_at(FormatRfc3339Millis(sample.timestamp_ms));
+        return OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* SandboxesService::SetMetadata(grpc::CallbackServerContext* context,
+                                                        const pb::SetSandboxMetadataRequest* request,
+                                                        pb::Sandbox* reply) {
+  return Serve(
+      deps_, context, "Sandboxes.SetMetadata", request->config(), [=](TypedCall& call) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string id, Required(request->sandbox_id(), "sandbox_id"));
+        core::Sandboxes::MetadataPatch patch;
+        for (const auto& [key, value] : ToStdMap(request->set())) patch.emplace_back(key, value);
+        for (const std::string& key : request->remove()) {
+          if (request->set().count(key)) {
+            return InvalidParams("metadata." + key, "metadata key " + key + " is both set and removed");
+          }
+          patch.emplace_back(key, std::nullopt);
+        }
+        core::Sandboxes sandboxes(call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.SetMetadata(id, patch, call.cancel()));
+        ToProto(sandbox, reply);
         return OkStatus();
       });
 }

@@ -54,6 +54,7 @@ class TypedCall {
 
   const core::ProviderConfig& config() const { return config_; }
   core::EndpointCache* upstream() const { return upstream_.get(); }
+  const std::shared_ptr<core::EndpointCache>& shared_upstream() const { return upstream_; }
   core::BridgeCore* core() const { return core_; }
   CancelToken* cancel() { return &cancel_; }
   grpc::ServerContextBase* context() const { return context_; }

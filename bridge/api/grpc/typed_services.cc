@@ -11,6 +11,7 @@ void TypedServices::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(&ports_);
   builder->RegisterService(&code_);
   builder->RegisterService(&terminals_);
+  builder->RegisterService(&snapshots_);
 }
 
 void TypedServices::MarkServing(grpc::Server* server) {
@@ -21,7 +22,8 @@ void TypedServices::MarkServing(grpc::Server* server) {
                            abx::opensandbox::v1::Files::service_full_name(),
                            abx::opensandbox::v1::Ports::service_full_name(),
                            abx::opensandbox::v1::Code::service_full_name(),
-                           abx::opensandbox::v1::Terminals::service_full_name()}) {
+                           abx::opensandbox::v1::Terminals::service_full_name(),
+                           abx::opensandbox::v1::Snapshots::service_full_name()}) {
     health->SetServingStatus(name, true);
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The typed front door as one unit for the daemon: the four services of
-// proto/{sandboxes,exec,files,ports}.proto, registered on the bridge's one gRPC server
+// The typed front door as one unit for the daemon: the services of
+// proto/{sandboxes,exec,files,ports,code,terminal,snapshots}.proto, registered on the bridge's one gRPC server
 // next to Bridge and EppSession, and their health-check entries.
 
 #include <grpcpp/grpcpp.h>
@@ -10,6 +10,7 @@
 #include "bridge/api/grpc/files_service.h"
 #include "bridge/api/grpc/ports_service.h"
 #include "bridge/api/grpc/sandboxes_service.h"
+#include "bridge/api/grpc/snapshots_service.h"
 #include "bridge/api/grpc/terminal_service.h"
 #include "bridge/api/grpc/typed_call.h"
 
@@ -18,7 +19,13 @@ namespace abx::api {
 class TypedServices {
  public:
   explicit TypedServices(const TypedDeps& deps)
-      : sandboxes_(deps), exec_(deps), files_(deps), ports_(deps), code_(deps), terminals_(deps) {}
+      : sandboxes_(deps),
+        exec_(deps),
+        files_(deps),
+        ports_(deps),
+        code_(deps),
+        terminals_(deps),
+        snapshots_(deps) {}
 
   // Must outlive the server built from `builder`.
   void RegisterWith(grpc::ServerBuilder* builder);
@@ -33,6 +40,7 @@ class TypedServices {
   PortsService ports_;
   CodeService code_;
   TerminalService terminals_;
+  SnapshotsService snapshots_;
 };
 
 }  // namespace abx::api

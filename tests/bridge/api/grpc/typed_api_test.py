@@ -280,9 +280,11 @@ class TypedApiTest(unittest.TestCase):
         from proto import sandboxes_pb2, sandboxes_pb2_grpc
         from proto import code_pb2, code_pb2_grpc
         from proto import terminal_pb2, terminal_pb2_grpc
+        from proto import snapshots_pb2, snapshots_pb2_grpc
         cls.pb = {"bridge": bridge_pb2, "exec": exec_pb2, "files": files_pb2,
                   "ports": ports_pb2, "sandboxes": sandboxes_pb2, "code": code_pb2,
-                  "terminal": terminal_pb2}
+                  "terminal": terminal_pb2, "snapshots": snapshots_pb2}
+        cls.snapshots = snapshots_pb2_grpc.SnapshotsStub(ENV.channel)
         cls.terminals = terminal_pb2_grpc.TerminalsStub(ENV.channel)
         cls.code = code_pb2_grpc.CodeStub(ENV.channel)
         cls.bridge = bridge_pb2_grpc.BridgeStub(ENV.channel)
@@ -319,7 +321,8 @@ class TypedApiTest(unittest.TestCase):
         import health_pb2_grpc
         stub = health_pb2_grpc.HealthStub(ENV.channel)
         for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
-                        SERVICES + "Ports", SERVICES + "Code", SERVICES + "Terminals"):
+                        SERVICES + "Ports", SERVICES + "Code", SERVICES + "Terminals",
+                        SERVICES + "Snapshots"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
             self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
 
@@ -334,7 +337,8 @@ class TypedApiTest(unittest.TestCase):
         replies = list(stub.ServerReflectionInfo(iter(requests), timeout=10))
         self.assertEqual(len(replies), 2)
         names = {s.name for s in replies[0].list_services_response.service}
-        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code", "Terminals"):
+        for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code", "Terminals",
+                         "Snapshots"):
             self.assertIn(SERVICES + expected, names)
         self.assertIn("grpc.health.v1.Health", names)
 
@@ -653,6 +657,58 @@ class TypedApiTest(unittest.TestCase):
             self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT,
                              caught.exception)
             self.assertEqual(trailers(caught.exception).get("abx-field"), field)
+
+    # -- snapshots and metadata -------------------------------------------------------------
+
+    def test_snapshot_taken_listed_restored_and_deleted(self):
+        sb, sn, fs = self.pb["sandboxes"], self.pb["snapshots"], self.pb["files"]
+        config = ENV.config()
+        source = self.create_sandbox()
+        self.files.Write(fs.WriteFileRequest(config=config, sandbox_id=source.id,
+                                             path="/root/typed.txt", data=b"typed"), timeout=20)
+        snapshot = self.snapshots.Take(sn.TakeSnapshotRequest(
+            config=config, sandbox_id=source.id, name="typed"), timeout=60)
+        self.assertEqual((snapshot.state, snapshot.name, snapshot.sandbox_id),
+                         ("Ready", "typed", source.id))
+        listed = self.snapshots.List(sn.ListSnapshotsRequest(
+            config=config, sandbox_id=source.id), timeout=20)
+        self.assertEqual([s.id for s in listed.snapshots], [snapshot.id])
+        self.assertEqual(listed.next_cursor, "")
+        got = self.snapshots.Get(sn.GetSnapshotRequest(config=config, snapshot_id=snapshot.id),
+                                 timeout=20)
+        self.assertEqual(got.state, "Ready")
+
+        restored = self.create_sandbox(snapshot_id=snapshot.id, metadata={"from": "snapshot"})
+        self.assertEqual(restored.image, "")
+        read = self.files.Read(fs.ReadFileRequest(config=config, sandbox_id=restored.id,
+                                                  path="/root/typed.txt"), timeout=20)
+        self.assertEqual(read.data, b"typed")
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Create(sb.CreateSandboxRequest(
+                config=config, template="base", snapshot_id=snapshot.id), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(trailers(caught.exception).get("abx-field"), "template")
+
+        changed = self.sandboxes.SetMetadata(sb.SetSandboxMetadataRequest(
+            config=config, sandbox_id=restored.id, set={"stage": "two"}, remove=["from"]),
+            timeout=20)
+        self.assertEqual(dict(changed.metadata), {"stage": "two"})
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.SetMetadata(sb.SetSandboxMetadataRequest(
+                config=config, sandbox_id=restored.id, set={"opensandbox.io/x": "1"}), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(trailers(caught.exception).get("abx-field"), "metadata.opensandbox.io/x")
+
+        deleted = self.snapshots.Delete(sn.DeleteSnapshotRequest(
+            config=config, snapshot_id=snapshot.id), timeout=20)
+        self.assertTrue(deleted.deleted)
+        again = self.snapshots.Delete(sn.DeleteSnapshotRequest(
+            config=config, snapshot_id=snapshot.id), timeout=20)
+        self.assertFalse(again.deleted)
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.snapshots.Get(sn.GetSnapshotRequest(config=config, snapshot_id=snapshot.id),
+                               timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
 
     # -- cancellation ----------------------------------------------------------------------
 

@@ -36,6 +36,9 @@ struct Error {
   std::string request_id;  // the server's X-Request-ID
   std::string field;       // the offending param or config field
   std::string errno_name;  // a local file's error: the errno's name ("ENOSPC")
+  // More members of EPP's error.data, as JSON members without the braces
+  // ("\"step\":1,\"exit_code\":2"): what one method's error adds (templates.build).
+  std::string extra_data_json;
   bool retryable = false;
 
   // Prefixes context, as each layer crossing the error does: "create sandbox: <message>".

@@ -147,4 +147,22 @@ size_t EndpointCache::cached_sandboxes() const {
   return endpoints_.size();
 }
 
+std::optional<std::map<std::string, std::string>> EndpointCache::CachedTemplates(
+    std::chrono::steady_clock::duration max_age) const {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  if (!templates_ || std::chrono::steady_clock::now() - templates_read_at_ > max_age) return std::nullopt;
+  return templates_;
+}
+
+void EndpointCache::StoreTemplates(std::map<std::string, std::string> index) {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  templates_ = std::move(index);
+  templates_read_at_ = std::chrono::steady_clock::now();
+}
+
+void EndpointCache::ForgetTemplates() {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  templates_.reset();
+}
+
 }  // namespace abx::core

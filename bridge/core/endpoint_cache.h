@@ -27,6 +27,12 @@ class EndpointCache {
       : http_(http), lifecycle_url_(std::move(lifecycle_url)), api_key_(std::move(api_key)) {}
 
   opensandbox::HttpCaller* http() { return http_; }
+  // The templates of this server and key (name → snapshot id, templates.h), as last read;
+  // nullopt when never read, forgotten, or older than `max_age`.
+  std::optional<std::map<std::string, std::string>> CachedTemplates(std::chrono::steady_clock::duration max_age) const;
+  void StoreTemplates(std::map<std::string, std::string> index);
+  void ForgetTemplates();
+
   // The launchers that snapshots of this server's sandboxes hold (saved_entrypoint.h).
   SavedEntrypointLeases& saved_entrypoints() { return saved_entrypoints_; }
 
@@ -78,6 +84,9 @@ class EndpointCache {
 
  private:
   SavedEntrypointLeases saved_entrypoints_;
+  mutable std::mutex templates_mu_;
+  std::optional<std::map<std::string, std::string>> templates_;  // under templates_mu_
+  std::chrono::steady_clock::time_point templates_read_at_;
   struct CacheEntry {
     opensandbox::ExecdTarget target;
     std::string sandbox_id;

@@ -9,6 +9,7 @@
 #include "bridge/base/time_util.h"
 #include "bridge/core/metadata_labels.h"
 #include "bridge/core/saved_entrypoint.h"
+#include "bridge/core/templates.h"
 
 namespace abx::core {
 namespace {
@@ -120,12 +121,39 @@ std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
   return body;
 }
 
-Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
+Result<std::optional<std::string>> Sandboxes::ResolveTemplate(const CreateSpec& spec, CancelToken* cancel) {
+  const std::string& name = spec.template_name;
+  if (!spec.snapshot_id.empty() || name.empty() || name == "base" || config_->image_aliases.count(name)) {
+    return std::optional<std::string>();
+  }
+  auto found = TemplateSnapshot(upstream_, *config_, name, cancel);
+  if (!found.ok()) {
+    // The templates cannot be read (a server without snapshots): the name is an image.
+    log::Warn("template.lookup_failed", {{"template", name}, {"error", found.error().message}});
+    return std::optional<std::string>();
+  }
+  return found;
+}
+
+Result<Sandbox> Sandboxes::Create(const CreateSpec& requested, CancelToken* cancel,
                                   const ProgressFn& progress) {
   const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
+  // A template name stands for its newest snapshot (templates.h).
+  CreateSpec spec = requested;
+  ABX_ASSIGN_OR_RETURN(std::optional<std::string> template_snapshot, ResolveTemplate(requested, cancel));
+  if (template_snapshot) spec.snapshot_id = *template_snapshot;
   // The POST itself is not cancelled half-way: a sandbox the server made must be known
   // to be killed. A cancel during it is honoured right after.
   auto created = lifecycle_.Create(CreateBody(spec), nullptr);
+  if (!created.ok() && template_snapshot && created.error().code == ErrorCode::kNotFound) {
+    // A rebuild replaced the version just resolved: read the templates again, once.
+    upstream_->ForgetTemplates();
+    ABX_ASSIGN_OR_RETURN(template_snapshot, ResolveTemplate(requested, cancel));
+    if (template_snapshot) {
+      spec.snapshot_id = *template_snapshot;
+      created = lifecycle_.Create(CreateBody(spec), nullptr);
+    }
+  }
   if (!created.ok()) return created.error().Within("create sandbox");
   const std::string id = created->id;
   Status ready = cancel->cancelled()
@@ -155,7 +183,9 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& spec, CancelToken* cancel,
   auto record = lifecycle_.Get(id, nullptr);
   opensandbox::SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
   if (out.image.empty() && spec.snapshot_id.empty()) out.image = ResolveImage(spec.template_name);
-  return Wrap(std::move(out));
+  Sandbox sandbox = Wrap(std::move(out));
+  if (template_snapshot) sandbox.template_name = requested.template_name;
+  return sandbox;
 }
 
 Status Sandboxes::WaitUntilUsable(const opensandbox::SandboxRecord& created, int64_t deadline_ms,

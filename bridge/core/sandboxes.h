@@ -90,6 +90,9 @@ class Sandboxes {
   std::string CreateBody(const CreateSpec& spec) const;
 
  private:
+  // The snapshot of the template `spec.template_name` names, when it names one (not an
+  // alias, not base, not a restore).
+  Result<std::optional<std::string>> ResolveTemplate(const CreateSpec& spec, CancelToken* cancel);
   Status WaitUntilUsable(const opensandbox::SandboxRecord& created, int64_t deadline_ms,
                          CancelToken* cancel, const ProgressFn& progress);
   Sandbox Wrap(opensandbox::SandboxRecord record) const;

@@ -35,7 +35,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_THAT(GetStrings(result, "features"),
               UnorderedElementsAre("sandbox.lifecycle", "sandbox.timeout", "sandbox.pause",
                                    "exec.run", "exec.stream", "process.manage", "files.rw",
-                                   "ports.url", "sessions", "code.interpret", "pty"))
+                                   "ports.url", "sessions", "code.interpret", "pty", "templates"))
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
@@ -109,7 +109,7 @@ TEST_F(HandshakeTest, UnsupportedMethodsAreE8004BeforeAnythingGoesUpstream) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::vector<std::string> methods = {
-      "templates.list", "files.watch", "files.upload_url", "files.download_url", "process.stdin"};
+      "files.watch", "files.upload_url", "files.download_url", "process.stdin"};
   for (const std::string& method : methods) {
     MessagePtr response;
     auto upstream = UpstreamRequestsDuring([&] {

@@ -11,7 +11,7 @@ namespace abx::epp {
 inline constexpr const char* kFeatures[] = {
     "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",       "exec.stream",
     "process.manage",    "files.rw",        "ports.url",     "sessions",       "code.interpret",
-    "pty",
+    "pty",               "templates",
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell",     "files.search",    "files.chmod",
                                               "files.transfer", "sandbox.metrics", "sandbox.snapshot",

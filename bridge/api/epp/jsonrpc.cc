@@ -173,6 +173,7 @@ std::string ErrorLine(const std::string& id_json, const Error& error) {
   if (error.retryable) add("\"retryable\":true");
   if (!error.field.empty()) add("\"field\":" + Quote(ToValidUtf8(error.field)));
   if (!error.errno_name.empty()) add("\"errno\":" + Quote(ToValidUtf8(error.errno_name)));
+  if (!error.extra_data_json.empty()) add(error.extra_data_json);
   data += "}";
   std::string line = "{\"jsonrpc\":\"2.0\",\"id\":" + id_json + ",\"error\":{\"code\":" +
                      std::to_string(JsonRpcCode(error.code)) +

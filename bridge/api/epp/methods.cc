@@ -18,6 +18,9 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"sandbox.pause", SandboxPause},
     {"sandbox.set_metadata", SandboxSetMetadata},
     {"sandbox.snapshot", SandboxSnapshot},
+    {"templates.build", TemplatesBuild},
+    {"templates.list", TemplatesList},
+    {"templates.delete", TemplatesDelete},
     {"snapshot.get", SnapshotGet},
     {"snapshot.list", SnapshotList},
     {"snapshot.delete", SnapshotDelete},
@@ -58,7 +61,6 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"provider.doctor", ProviderDoctor},
 };
 
-constexpr std::string_view kUnsupportedPrefixes[] = {"templates."};
 constexpr std::string_view kUnsupported[] = {
     "files.watch", "files.upload_url", "files.download_url", "process.stdin",
 };
@@ -82,9 +84,6 @@ Handler FindHandler(std::string_view method) {
 }
 
 bool IsUnsupported(std::string_view method) {
-  for (std::string_view prefix : kUnsupportedPrefixes) {
-    if (method.substr(0, prefix.size()) == prefix) return true;
-  }
   for (std::string_view name : kUnsupported) {
     if (method == name) return true;
   }

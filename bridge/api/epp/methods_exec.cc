@@ -107,7 +107,7 @@ bool AttachesHost(std::string_view method, const rapidjson::Value& params) {
   // Interrupted at end of input; a transfer's temporary file is removed.
   // A snapshot taken for nobody is deleted.
   if (method == "exec.run" || method == "code.run" || method == "files.download" || method == "files.upload" ||
-      method == "sandbox.snapshot") {
+      method == "sandbox.snapshot" || method == "templates.build") {
     return true;
   }
   if (method != "exec.start") return false;

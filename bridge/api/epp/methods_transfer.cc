@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bridge/api/epp/local_files.h"
+#include "bridge/api/epp/local_upload.h"
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
@@ -204,6 +205,42 @@ Result<std::string> FilesDownload(Request& req) {
          ",\"size\":" + std::to_string(file.size) + "}";
 }
 
+Result<std::shared_ptr<OpenedLocalFile>> OpenLocalForUpload(Request& req, const std::string& local_path,
+                                                            CancelToken* cancel) {
+  LocalFileRequest open;
+  open.kind = LocalFileRequest::Kind::kOpenForUpload;
+  open.token = core::RandomHex(32);
+  open.local_path = local_path;
+  auto opened = Ask(req, open, cancel);
+  if (!opened.ok()) {
+    Error e = opened.error();
+    // Only a regular file uploads: anything else is the params' fault.
+    if (e.errno_name == "EISDIR" || e.errno_name == "EINVAL") return InvalidParams("local_path", e.message);
+    return e;
+  }
+  auto file = std::make_shared<OpenedLocalFile>();
+  file->fd = opened->fd;
+  file->size = opened->size;
+  file->local_mode = opened->mode & 0777;
+  file->local_path = local_path;
+  return file;
+}
+
+Status UploadOpened(Request& req, OpenedLocalFile& file, const std::string& sandbox_id, const std::string& path,
+                    std::optional<int> mode, CancelToken* cancel, std::function<void(int64_t)> on_bytes) {
+  const int64_t size = file.size;
+  DescriptorFeed feed(file.fd, size, std::move(on_bytes));
+  file.fd = -1;  // the feed owns it now
+  feed.Start();
+  core::Transfers transfers(req.session().upstream().get(), &req.session().config());
+  auto uploaded = transfers.Upload(sandbox_id, path, mode ? mode : std::optional<int>(file.local_mode), feed.body(),
+                                   [size] { return size; }, cancel);
+  // The local side's error says more than the cut body it caused.
+  if (Status read = feed.Finish(); !read.ok()) return read.error();
+  if (!uploaded.ok()) return uploaded.error();
+  return OkStatus();
+}
+
 Result<std::string> FilesUpload(Request& req) {
   if (Status can = req.session().sink().CanReachLocalFiles(); !can.ok()) return can.error();
   Params p(req.params());
@@ -211,27 +248,11 @@ Result<std::string> FilesUpload(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string local_path, AbsoluteLocalPath(p));
   ABX_ASSIGN_OR_RETURN(std::string path, RemotePath(p));
   ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
-
-  LocalFileRequest open;
-  open.kind = LocalFileRequest::Kind::kOpenForUpload;
-  open.token = core::RandomHex(32);
-  open.local_path = local_path;
-  auto opened = Ask(req, open, &req.cancel());
-  if (!opened.ok()) {
-    Error e = opened.error();
-    // Only a regular file uploads: anything else is the params' fault.
-    if (e.errno_name == "EISDIR" || e.errno_name == "EINVAL") return InvalidParams("local_path", e.message);
-    return e;
-  }
-  const int64_t size = opened->size;
+  ABX_ASSIGN_OR_RETURN(std::shared_ptr<OpenedLocalFile> file, OpenLocalForUpload(req, local_path, &req.cancel()));
+  const int64_t size = file->size;
   Progress progress(&req);
-  DescriptorFeed feed(opened->fd, size, [&](int64_t bytes) { progress.Update(bytes, size); });
-  feed.Start();
-  core::Transfers transfers(req.session().upstream().get(), &req.session().config());
-  auto uploaded = transfers.Upload(id, path, mode ? mode : std::optional<int>(opened->mode & 0777), feed.body(),
-                                   [size] { return size; }, &req.cancel());
-  // The local side's error says more than the cut body it caused.
-  if (Status read = feed.Finish(); !read.ok()) return read.error();
+  Status uploaded = UploadOpened(req, *file, id, path, mode, &req.cancel(),
+                                 [&](int64_t bytes) { progress.Update(bytes, size); });
   if (!uploaded.ok()) return uploaded.error();
   progress.Finish(size);
   return "{\"path\":" + Quote(path) + ",\"size\":" + std::to_string(size) + "}";

@@ -8,7 +8,8 @@ namespace {
 TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
   for (const char* m :
        {"sandbox.create", "sandbox.connect", "sandbox.get", "sandbox.list", "sandbox.kill",
-        "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "sandbox.snapshot", "snapshot.get", "sandbox.set_metadata",
+        "sandbox.set_timeout", "sandbox.pause", "sandbox.resume", "sandbox.snapshot", "snapshot.get", "sandbox.set_metadata", "templates.build",
+        "templates.list", "templates.delete",
         "snapshot.list", "snapshot.delete", "exec.start", "exec.run",
         "exec.logs", "process.list", "process.kill", "process.signal", "files.read",
         "files.write", "files.list", "files.stat", "files.mkdir", "files.remove", "files.move",
@@ -22,8 +23,7 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
 }
 
 TEST(MethodsTest, UnsupportedMethodsAreKnownAsSuch) {
-  for (const char* m : {"templates.list", "files.watch", "files.upload_url", "files.download_url",
-                        "process.stdin"}) {
+  for (const char* m : {"files.watch", "files.upload_url", "files.download_url", "process.stdin"}) {
     EXPECT_TRUE(IsUnsupported(m)) << m;
     EXPECT_EQ(FindHandler(m), nullptr) << m;
   }

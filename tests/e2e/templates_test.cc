@@ -1,0 +1,192 @@
+// The templates feature end to end (docs/epp1.md §3): a template built from a base, a
+// local file and two commands is what sandbox.create {template} starts; its output and
+// phases arrive before the answer; a failing step is E8010 with the step, its exit code
+// and its output's tail, and leaves no sandbox and no snapshot; a rebuild replaces the
+// old version while creates go on; a cancel leaves nothing behind.
+
+#include <atomic>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/harness.h"
+
+namespace abx::e2e {
+namespace {
+
+constexpr Millis kBuildTimeout{120000};
+
+class TemplatesTest : public TestEnv {
+ protected:
+  // templates.build with `name`, the local file `setup.sh` and `run` (a JSON array).
+  int64_t StartBuild(EppSession* shim, const std::string& name, const std::string& run_json) {
+    const std::string local = root_dir() + "/setup.sh";
+    { std::ofstream(local) << "echo from-the-local-file\n"; }
+    return shim->SendRequest("templates.build",
+                             JsonObject()
+                                 .Str("name", name)
+                                 .Raw("files", "[" + JsonObject()
+                                                         .Str("local_path", local)
+                                                         .Str("path", "/srv/setup/setup.sh")
+                                                         .Str("mode", "0755")
+                                                         .str() +
+                                                   "]")
+                                 .Raw("run", run_json)
+                                 .str());
+  }
+  std::optional<FakeStats> Stats() { return live() ? std::nullopt : fake().Stats(); }
+};
+
+TEST_F(TemplatesTest, ABuiltTemplateIsWhatCreateStarts) {
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const int64_t id = StartBuild(shim, "e2e-tools",
+                                R"(["/srv/setup/setup.sh > /srv/setup/ran.txt", "echo built; echo oops >&2; mkdir -p /srv/made"])");
+  MessagePtr built = shim->WaitResponse(id, kBuildTimeout);
+  ASSERT_NE(built, nullptr);
+  ASSERT_FALSE(built->IsError()) << built->raw;
+  EXPECT_EQ(GetString(built->result(), "name"), "e2e-tools");
+  EXPECT_EQ(GetString(built->result(), "from"), "base");
+  const std::string snapshot = GetString(built->result(), "snapshot_id");
+  ASSERT_FALSE(snapshot.empty());
+  // Phases and output, all before the answer.
+  std::vector<std::string> phases;
+  std::string output_of_step_1;
+  for (const MessagePtr& m : shim->AllMessages()) {
+    if (m->method() == "$/progress" && GetInt(m->params(), "id") == id) {
+      EXPECT_LT(m->index, built->index);
+      phases.push_back(GetString(m->params(), "phase") +
+                       (Find(m->params(), "step") ? std::to_string(GetInt(m->params(), "step")) : ""));
+    }
+    if (m->method() == "templates.output" && GetInt(m->params(), "id") == id) {
+      EXPECT_LT(m->index, built->index);
+      if (GetInt(m->params(), "step") == 1) output_of_step_1 += GetString(m->params(), "data");
+    }
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"create", "upload", "run0", "run1", "snapshot"}));
+  EXPECT_NE(output_of_step_1.find("built\n"), std::string::npos) << output_of_step_1;
+  EXPECT_NE(output_of_step_1.find("oops\n"), std::string::npos) << output_of_step_1;
+
+  MessagePtr listed = shim->Request("templates.list", "{}");
+  ASSERT_NE(listed, nullptr);
+  EXPECT_EQ(GetString(listed->result(), "templates.0.name"), "e2e-tools") << listed->raw;
+  EXPECT_EQ(GetString(listed->result(), "templates.0.snapshot_id"), snapshot) << listed->raw;
+
+  // A new session's create finds it by name.
+  EppSession* other = StartInitializedShim();
+  ASSERT_NE(other, nullptr);
+  MessagePtr made = other->Request("sandbox.create", R"({"template":"e2e-tools"})", Millis(30000));
+  ASSERT_NE(made, nullptr);
+  ASSERT_FALSE(made->IsError()) << made->raw;
+  EXPECT_EQ(GetString(made->result(), "template"), "e2e-tools") << made->raw;
+  const std::string sandbox = GetString(made->result(), "id");
+  MessagePtr ran = other->Request("exec.run", JsonObject()
+                                                  .Str("sandbox_id", sandbox)
+                                                  .Str("command", "cat /srv/setup/ran.txt; test -d /srv/made && echo dir")
+                                                  .str());
+  ASSERT_NE(ran, nullptr);
+  EXPECT_EQ(GetString(ran->result(), "stdout"), "from-the-local-file\ndir\n") << ran->raw;
+
+  // Deleted: the name is an image reference again (which the fake's catalog lacks).
+  MessagePtr deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-tools").str());
+  EXPECT_TRUE(GetBool(deleted->result(), "deleted")) << deleted->raw;
+  deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-tools").str());
+  EXPECT_FALSE(GetBool(deleted->result(), "deleted", true)) << deleted->raw;
+  listed = shim->Request("templates.list", "{}");
+  EXPECT_EQ(Find(listed->result(), "templates.0"), nullptr) << listed->raw;
+}
+
+TEST_F(TemplatesTest, AFailingStepIsE8010WithItsTailAndLeavesNothing) {
+  REQUIRE_FAKE("the fake's stats");
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const int64_t id = StartBuild(shim, "e2e-broken", R"(["true", "echo about to fail; exit 3", "echo never"])");
+  MessagePtr failed = shim->WaitResponse(id, kBuildTimeout);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->EppCode(), "E8010") << failed->raw;
+  EXPECT_EQ(GetInt(failed->error(), "data.step", -1), 1) << failed->raw;
+  EXPECT_EQ(GetInt(failed->error(), "data.exit_code", -1), 3) << failed->raw;
+  EXPECT_EQ(GetString(failed->error(), "data.output_tail"), "about to fail\n") << failed->raw;
+  for (const MessagePtr& m : shim->NotificationsByMethod("templates.output")) {
+    EXPECT_NE(GetInt(m->params(), "step"), 2) << "a step after the failing one ran";
+  }
+  auto stats = Stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->live_sandboxes, 0);
+  EXPECT_EQ(stats->snapshots, 0);
+
+  // Refused before anything is sent.
+  MessagePtr bad = shim->Request("templates.build", JsonObject().Str("name", "Bad_Name").Raw("run", "[]").str());
+  EXPECT_EQ(GetString(bad->error(), "data.field"), "name") << bad->raw;
+  bad = shim->Request("templates.build",
+                      JsonObject()
+                          .Str("name", "ok")
+                          .Raw("files", R"([{"local_path":"/no/such/file","path":"/x"}])")
+                          .Raw("run", "[]")
+                          .str());
+  EXPECT_EQ(bad->EppCode(), "E8005") << bad->raw;
+  stats = Stats();
+  EXPECT_EQ(stats->live_sandboxes, 0);
+}
+
+TEST_F(TemplatesTest, ACancelledBuildLeavesNothingAndARebuildNeverFailsACreate) {
+  REQUIRE_FAKE("the fake's stats");
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const int64_t cancelled = StartBuild(shim, "e2e-slow", R"(["sleep 30"])");
+  // Cancelled while its command runs.
+  bool running = false;
+  for (int i = 0; i < 200 && !running; ++i) {
+    std::this_thread::sleep_for(Millis(50));
+    for (const MessagePtr& n : shim->NotificationsByMethod("$/progress")) {
+      running = running || (GetInt(n->params(), "id") == cancelled && GetString(n->params(), "phase") == "run");
+    }
+  }
+  ASSERT_TRUE(running);
+  ASSERT_TRUE(shim->Notify("$/cancel", JsonObject().Int("id", cancelled).str()));
+  MessagePtr answer = shim->WaitResponse(cancelled, Millis(20000));
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer->EppCode(), "E8009") << answer->raw;
+  auto stats = Stats();
+  EXPECT_EQ(stats->live_sandboxes, 0);
+  EXPECT_EQ(stats->snapshots, 0);
+
+  // Version one, then a rebuild while another session creates from it again and again.
+  MessagePtr first = shim->WaitResponse(StartBuild(shim, "e2e-rebuilt", R"(["echo v1 > /version"])"), kBuildTimeout);
+  ASSERT_FALSE(first->IsError()) << first->raw;
+  EppSession* creator = StartInitializedShim();
+  ASSERT_NE(creator, nullptr);
+  std::atomic<bool> rebuilding{true};
+  std::atomic<int> creates{0}, failures{0};
+  std::string last_failure;
+  std::thread creating([&] {
+    while (rebuilding) {
+      MessagePtr made = creator->Request("sandbox.create", R"({"template":"e2e-rebuilt"})", Millis(30000));
+      ++creates;
+      if (!made || made->IsError()) {
+        ++failures;
+        last_failure = made ? made->raw : "no answer";
+        continue;
+      }
+      creator->Request("sandbox.kill", JsonObject().Str("sandbox_id", GetString(made->result(), "id")).str());
+    }
+  });
+  MessagePtr second = shim->WaitResponse(StartBuild(shim, "e2e-rebuilt", R"(["echo v2 > /version"])"), kBuildTimeout);
+  std::this_thread::sleep_for(Millis(300));
+  rebuilding = false;
+  creating.join();
+  ASSERT_FALSE(second->IsError()) << second->raw;
+  EXPECT_GT(creates.load(), 0);
+  EXPECT_EQ(failures.load(), 0) << last_failure;
+  // One version remains, and a create gets it.
+  stats = Stats();
+  EXPECT_EQ(stats->snapshots, 1);
+  const std::string sandbox = CreateSandbox(creator, R"({"template":"e2e-rebuilt"})");
+  MessagePtr read = creator->Request("files.read", JsonObject().Str("sandbox_id", sandbox).Str("path", "/version").str());
+  EXPECT_EQ(GetString(read->result(), "data"), "v2\n") << read->raw;
+}
+
+}  // namespace
+}  // namespace abx::e2e

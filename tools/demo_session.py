@@ -137,6 +137,26 @@ def main():
         s.request("code.run", {"sandbox_id": code["id"], "code": "x = 41\nprint('x is', x)\nx + 1"})
         s.request("code.run", {"sandbox_id": code["id"], "code": "x * 2"})
         s.request("sandbox.kill", {"sandbox_id": code["id"]})
+        # A template: an environment built once (a local file, two commands), then started
+        # by its name as often as needed.
+        setup = os.path.join(work, "greet.sh")
+        with open(setup, "w") as f:
+            f.write("#!/bin/sh\necho hello from the template\n")
+        s.request("templates.build", {"name": "demo-env", "from": "base",
+                                      "files": [{"local_path": setup, "path": "/srv/greet.sh", "mode": "0755"}],
+                                      "run": ["echo installing; mkdir -p /srv/tools",
+                                              "/srv/greet.sh > /srv/tools/greeting.txt"]})
+        built = s.request("sandbox.create", {"template": "demo-env", "timeout": 300})
+        s.request("exec.run", {"sandbox_id": built["id"], "command": "cat /srv/tools/greeting.txt"})
+        # A snapshot: a checkpoint that outlives its sandbox and starts others.
+        s.request("files.write", {"sandbox_id": built["id"], "path": "/srv/checkpoint.txt", "data": "saved\n"})
+        snapshot = s.request("sandbox.snapshot", {"sandbox_id": built["id"], "name": "demo checkpoint"})
+        s.request("sandbox.kill", {"sandbox_id": built["id"]})
+        restored = s.request("sandbox.create", {"provider_options": {"snapshot_id": snapshot["id"]}, "timeout": 300})
+        s.request("files.read", {"sandbox_id": restored["id"], "path": "/srv/checkpoint.txt"})
+        s.request("sandbox.kill", {"sandbox_id": restored["id"]})
+        s.request("snapshot.delete", {"snapshot_id": snapshot["id"]})
+        s.request("templates.delete", {"name": "demo-env"})
         s.request("shutdown")
         s.notify("exit")
         code = s.proc.wait(timeout=5)

@@ -154,8 +154,9 @@ std::optional<std::map<std::string, std::string>> EndpointCache::CachedTemplates
   return templates_;
 }
 
-void EndpointCache::StoreTemplates(std::map<std::string, std::string> index) {
+void EndpointCache::StoreTemplates(std::map<std::string, std::string> index, uint64_t generation) {
   std::lock_guard<std::mutex> lock(templates_mu_);
+  if (generation != templates_generation_) return;
   templates_ = std::move(index);
   templates_read_at_ = std::chrono::steady_clock::now();
 }
@@ -163,6 +164,12 @@ void EndpointCache::StoreTemplates(std::map<std::string, std::string> index) {
 void EndpointCache::ForgetTemplates() {
   std::lock_guard<std::mutex> lock(templates_mu_);
   templates_.reset();
+  ++templates_generation_;
+}
+
+uint64_t EndpointCache::TemplatesGeneration() const {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  return templates_generation_;
 }
 
 }  // namespace abx::core

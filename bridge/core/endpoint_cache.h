@@ -4,6 +4,7 @@
 // another key gets another, so a cached endpoint is never served across credentials.
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -30,8 +31,11 @@ class EndpointCache {
   // The templates of this server and key (name → snapshot id, templates.h), as last read;
   // nullopt when never read, forgotten, or older than `max_age`.
   std::optional<std::map<std::string, std::string>> CachedTemplates(std::chrono::steady_clock::duration max_age) const;
-  void StoreTemplates(std::map<std::string, std::string> index);
+  // `generation` is TemplatesGeneration() from before the list was read: an index read
+  // across a ForgetTemplates is not stored.
+  void StoreTemplates(std::map<std::string, std::string> index, uint64_t generation);
   void ForgetTemplates();
+  uint64_t TemplatesGeneration() const;
 
   // The launchers that snapshots of this server's sandboxes hold (saved_entrypoint.h).
   SavedEntrypointLeases& saved_entrypoints() { return saved_entrypoints_; }
@@ -87,6 +91,7 @@ class EndpointCache {
   mutable std::mutex templates_mu_;
   std::optional<std::map<std::string, std::string>> templates_;  // under templates_mu_
   std::chrono::steady_clock::time_point templates_read_at_;
+  uint64_t templates_generation_ = 0;  // under templates_mu_
   struct CacheEntry {
     opensandbox::ExecdTarget target;
     std::string sandbox_id;

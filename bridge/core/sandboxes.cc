@@ -128,8 +128,12 @@ Result<std::optional<std::string>> Sandboxes::ResolveTemplate(const CreateSpec& 
   }
   auto found = TemplateSnapshot(upstream_, *config_, name, cancel);
   if (!found.ok()) {
-    // The templates cannot be read (a server without snapshots): the name is an image.
-    log::Warn("template.lookup_failed", {{"template", name}, {"error", found.error().message}});
+    Error e = found.error();
+    // Only a server that has no snapshots makes the name an image; any other failure
+    // (refused key, unreachable server, cancel) is the create's.
+    if (e.http_status != 404 && e.http_status != 501) return e.Within("look up template " + name);
+    log::Info("template.lookup_unsupported", {{"template", name}, {"error", e.message}});
+    upstream_->StoreTemplates({}, upstream_->TemplatesGeneration());
     return std::optional<std::string>();
   }
   return found;
@@ -142,17 +146,19 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& requested, CancelToken* canc
   CreateSpec spec = requested;
   ABX_ASSIGN_OR_RETURN(std::optional<std::string> template_snapshot, ResolveTemplate(requested, cancel));
   if (template_snapshot) spec.snapshot_id = *template_snapshot;
+  if (cancel->cancelled()) return Cancelled("sandbox.create");
   // The POST itself is not cancelled half-way: a sandbox the server made must be known
   // to be killed. A cancel during it is honoured right after.
   auto created = lifecycle_.Create(CreateBody(spec), nullptr);
-  if (!created.ok() && template_snapshot && created.error().code == ErrorCode::kNotFound) {
-    // A rebuild replaced the version just resolved: read the templates again, once.
+  if (!created.ok() && template_snapshot &&
+      (created.error().code == ErrorCode::kNotFound || created.error().code == ErrorCode::kInvalidState)) {
+    // A rebuild replaced the version just resolved (gone: 404, being deleted: 409): read
+    // the templates again, once; with none left, the name is an image as any other.
     upstream_->ForgetTemplates();
     ABX_ASSIGN_OR_RETURN(template_snapshot, ResolveTemplate(requested, cancel));
-    if (template_snapshot) {
-      spec.snapshot_id = *template_snapshot;
-      created = lifecycle_.Create(CreateBody(spec), nullptr);
-    }
+    spec = requested;
+    if (template_snapshot) spec.snapshot_id = *template_snapshot;
+    created = lifecycle_.Create(CreateBody(spec), nullptr);
   }
   if (!created.ok()) return created.error().Within("create sandbox");
   const std::string id = created->id;

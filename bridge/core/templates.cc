@@ -8,6 +8,7 @@
 
 #include "bridge/base/json.h"
 #include "bridge/base/log.h"
+#include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/exec.h"
 #include "bridge/core/sandboxes.h"
@@ -32,17 +33,17 @@ class StepSink final : public ExecSink {
   StepSink(int step, const TemplateBuildEvents& events) : step_(step), events_(events) {}
   void OnStarted(const std::string&) override {}
   void OnOutput(OutputChunk& chunk) override {
-    if (events_.output) events_.output(step_, chunk.data);
+    if (events_.output) events_.output(step_, ToValidUtf8(chunk.data));
     tail_ += chunk.data;
     if (tail_.size() > 2 * kOutputTailBytes) tail_.erase(0, tail_.size() - kOutputTailBytes);
   }
   void OnExit(const ExecExit& exit) override { exit_ = exit; }
 
+  // The last 4 KiB, from a character's first byte on, as valid UTF-8.
   std::string Tail() const {
-    if (tail_.size() <= kOutputTailBytes) return tail_;
-    size_t start = tail_.size() - kOutputTailBytes;
+    size_t start = tail_.size() > kOutputTailBytes ? tail_.size() - kOutputTailBytes : 0;
     while (start < tail_.size() && (static_cast<unsigned char>(tail_[start]) & 0xC0) == 0x80) ++start;
-    return tail_.substr(start);
+    return ToValidUtf8(std::string_view(tail_).substr(start));
   }
   const ExecExit& exit() const { return exit_; }
 
@@ -88,10 +89,12 @@ Result<std::optional<std::string>> TemplateSnapshot(EndpointCache* upstream, con
   }
   // A non-owning pointer: ListTemplateSnapshots only uses it for this call.
   std::shared_ptr<EndpointCache> borrowed(upstream, [](EndpointCache*) {});
+  // A build or delete that forgets the index while this list is read wins over it.
+  const uint64_t generation = upstream->TemplatesGeneration();
   ABX_ASSIGN_OR_RETURN(auto newest, ListTemplateSnapshots(borrowed, config, cancel));
   std::map<std::string, std::string> index;
   for (const auto& [template_name, snapshot] : newest) index[template_name] = snapshot.id;
-  upstream->StoreTemplates(index);
+  upstream->StoreTemplates(index, generation);
   auto it = index.find(name);
   return it == index.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
 }
@@ -185,7 +188,12 @@ Result<TemplateInfo> Templates::Build(const TemplateBuildSpec& spec, const std::
   auto all = snapshots.List("", {}, 0, "", &never);
   if (all.ok()) {
     for (const auto& s : all->snapshots) {
-      if (s.id == snapshot->id || s.name != kTemplateSnapshotPrefix + spec.name || s.state == "Creating") continue;
+      // Only versions older than this one: a build of the same name that finished later
+      // is the newest and stays. One still Creating or Deleting is another's business.
+      if (s.id == snapshot->id || s.name != kTemplateSnapshotPrefix + spec.name || s.state == "Creating" ||
+          s.state == "Deleting" || s.created_at > snapshot->created_at) {
+        continue;
+      }
       auto deleted = snapshots.Delete(s.id, &never);
       if (!deleted.ok()) log::Warn("template.old_version_left", {{"snapshot_id", s.id}, {"error", deleted.error().message}});
     }
@@ -218,10 +226,11 @@ Result<bool> Templates::Delete(const std::string& name, CancelToken* cancel) {
   upstream_->ForgetTemplates();
   bool deleted_any = false;
   for (const auto& s : all.snapshots) {
-    // One still Creating belongs to a build in progress, which replaces what it finds.
-    if (s.name != kTemplateSnapshotPrefix + name || s.state == "Creating") continue;
+    // One still Creating belongs to a build in progress, which replaces what it finds;
+    // one Deleting is going already. Only a Ready one made the name a template.
+    if (s.name != kTemplateSnapshotPrefix + name || s.state == "Creating" || s.state == "Deleting") continue;
     ABX_ASSIGN_OR_RETURN(bool deleted, snapshots.Delete(s.id, cancel));
-    deleted_any = deleted_any || deleted;
+    deleted_any = deleted_any || (deleted && s.state == "Ready");
   }
   upstream_->ForgetTemplates();
   return deleted_any;

@@ -71,8 +71,13 @@ TEST_F(TemplatesTest, ABuiltTemplateIsWhatCreateStarts) {
 
   MessagePtr listed = shim->Request("templates.list", "{}");
   ASSERT_NE(listed, nullptr);
-  EXPECT_EQ(GetString(listed->result(), "templates.0.name"), "e2e-tools") << listed->raw;
-  EXPECT_EQ(GetString(listed->result(), "templates.0.snapshot_id"), snapshot) << listed->raw;
+  const rapidjson::Value* templates = Find(listed->result(), "templates");
+  ASSERT_TRUE(templates && templates->IsArray()) << listed->raw;
+  std::string listed_snapshot;
+  for (const auto& t : templates->GetArray()) {
+    if (GetString(t, "name") == "e2e-tools") listed_snapshot = GetString(t, "snapshot_id");
+  }
+  EXPECT_EQ(listed_snapshot, snapshot) << listed->raw;
 
   // A new session's create finds it by name.
   EppSession* other = StartInitializedShim();
@@ -95,7 +100,7 @@ TEST_F(TemplatesTest, ABuiltTemplateIsWhatCreateStarts) {
   deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-tools").str());
   EXPECT_FALSE(GetBool(deleted->result(), "deleted", true)) << deleted->raw;
   listed = shim->Request("templates.list", "{}");
-  EXPECT_EQ(Find(listed->result(), "templates.0"), nullptr) << listed->raw;
+  EXPECT_EQ(listed->raw.find("\"e2e-tools\""), std::string::npos) << listed->raw;
 }
 
 TEST_F(TemplatesTest, AFailingStepIsE8010WithItsTailAndLeavesNothing) {
@@ -116,6 +121,20 @@ TEST_F(TemplatesTest, AFailingStepIsE8010WithItsTailAndLeavesNothing) {
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->live_sandboxes, 0);
   EXPECT_EQ(stats->snapshots, 0);
+
+  // The tail is the last 4 KiB, cut where a character begins: one 'x', then 3000 'é'
+  // (two bytes each).
+  failed = shim->WaitResponse(
+      StartBuild(shim, "e2e-long-tail",
+                 R"(["printf x; i=0; while [ $i -lt 3000 ]; do printf 'é'; i=$((i+1)); done; exit 3"])"),
+      kBuildTimeout);
+  ASSERT_NE(failed, nullptr);
+  const std::string tail = GetString(failed->error(), "data.output_tail");
+  // The provider gives the last line its newline back: 6002 bytes, the last 4096 start
+  // inside an 'é', so the tail is the 2047 whole ones after it and the newline.
+  EXPECT_EQ(tail.size(), 4095u) << failed->raw.substr(0, 300);
+  EXPECT_EQ(tail.substr(0, 2), "\u00e9");
+  EXPECT_EQ(tail.find('x'), std::string::npos);
 
   // Refused before anything is sent.
   MessagePtr bad = shim->Request("templates.build", JsonObject().Str("name", "Bad_Name").Raw("run", "[]").str());
@@ -186,6 +205,8 @@ TEST_F(TemplatesTest, ACancelledBuildLeavesNothingAndARebuildNeverFailsACreate) 
   const std::string sandbox = CreateSandbox(creator, R"({"template":"e2e-rebuilt"})");
   MessagePtr read = creator->Request("files.read", JsonObject().Str("sandbox_id", sandbox).Str("path", "/version").str());
   EXPECT_EQ(GetString(read->result(), "data"), "v2\n") << read->raw;
+  MessagePtr deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-rebuilt").str());
+  EXPECT_TRUE(GetBool(deleted->result(), "deleted")) << deleted->raw;
 }
 
 }  // namespace

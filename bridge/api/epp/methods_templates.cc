@@ -16,6 +16,7 @@ namespace {
 using json::Quote;
 
 constexpr double kDefaultBuildTimeoutSeconds = 1800;
+constexpr double kMaxBuildTimeoutSeconds = 7 * 86400;
 
 core::Templates TemplatesOf(Request& req) {
   return core::Templates(&req.session().core(), req.session().upstream(), &req.session().config());
@@ -71,7 +72,9 @@ Result<std::string> TemplatesBuild(Request& req) {
   }
   spec.run = *run;
   ABX_ASSIGN_OR_RETURN(auto timeout, p.Number("timeout"));
-  if (timeout && *timeout <= 0) return InvalidParams("timeout", "timeout must be positive seconds");
+  if (timeout && (*timeout <= 0 || *timeout > kMaxBuildTimeoutSeconds)) {
+    return InvalidParams("timeout", "timeout must be positive seconds, a week at most");
+  }
   spec.timeout_s = timeout.value_or(kDefaultBuildTimeoutSeconds);
 
   // Every local file is opened before anything is sent upstream.

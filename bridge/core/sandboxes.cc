@@ -8,6 +8,7 @@
 #include "bridge/base/log.h"
 #include "bridge/base/time_util.h"
 #include "bridge/core/metadata_labels.h"
+#include "bridge/core/offset_pages.h"
 #include "bridge/core/saved_entrypoint.h"
 #include "bridge/core/templates.h"
 
@@ -16,7 +17,6 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(200);  // as the official SDK
 constexpr int64_t kMinTimeoutSeconds = 60;                      // the server's minimum
-constexpr int kServerMaxPageSize = 200;
 
 bool IsFinalState(const std::string& state) { return state == "Failed" || state == "Terminated"; }
 
@@ -270,34 +270,17 @@ Result<Sandbox> Sandboxes::Get(const std::string& id, CancelToken* cancel) {
 Result<SandboxList> Sandboxes::List(const std::vector<std::string>& states,
                                     const std::map<std::string, std::string>& metadata,
                                     int limit, const std::string& cursor, CancelToken* cancel) {
-  // The cursor is the offset into the server's newest-first listing.
-  int64_t offset = 0;
-  if (!cursor.empty()) {
-    char* end = nullptr;
-    offset = std::strtoll(cursor.c_str(), &end, 10);
-    if (*end != '\0' || offset < 0) return InvalidParams("cursor", "cursor is not one this provider gave");
-  }
+  using Page = std::pair<std::vector<opensandbox::SandboxRecord>, bool>;
+  ABX_ASSIGN_OR_RETURN(OffsetPage<opensandbox::SandboxRecord> read,
+                       ReadFromCursor<opensandbox::SandboxRecord>(cursor, limit, [&](int page, int size) -> Result<Page> {
+                         auto result = lifecycle_.List(states, metadata, page, size, cancel);
+                         if (!result.ok()) return result.error();
+                         return Page(std::move(result->items), result->has_next);
+                       }));
   SandboxList out;
-  int page = static_cast<int>(offset / kServerMaxPageSize) + 1;
-  int64_t skip = offset % kServerMaxPageSize;
-  for (;;) {
-    auto result = lifecycle_.List(states, metadata, page, kServerMaxPageSize, cancel);
-    if (!result.ok()) return result.error();
-    for (size_t i = static_cast<size_t>(skip); i < result->items.size(); ++i) {
-      if (limit > 0 && static_cast<int>(out.sandboxes.size()) == limit) {
-        out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.sandboxes.size()));
-        return out;
-      }
-      out.sandboxes.push_back(Wrap(std::move(result->items[i])));
-    }
-    skip = 0;
-    if (!result->has_next) return out;
-    if (limit > 0 && static_cast<int>(out.sandboxes.size()) == limit) {
-      out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.sandboxes.size()));
-      return out;
-    }
-    ++page;
-  }
+  for (auto& record : read.items) out.sandboxes.push_back(Wrap(std::move(record)));
+  out.next_cursor = std::move(read.next_cursor);
+  return out;
 }
 
 Result<Sandbox> Sandboxes::SetMetadata(const std::string& id, const MetadataPatch& patch, CancelToken* cancel) {

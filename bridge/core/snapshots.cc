@@ -5,6 +5,7 @@
 #include "bridge/base/log.h"
 #include "bridge/base/time_util.h"
 #include "bridge/core/files.h"
+#include "bridge/core/offset_pages.h"
 #include "bridge/core/saved_entrypoint.h"
 
 namespace abx::core {
@@ -15,7 +16,6 @@ constexpr int64_t kProgressEveryMs = 1000;
 // How long a snapshot left behind by a cancel is waited for before it is given up on
 // (the server's capture has no bound of its own).
 constexpr auto kSettleWaitLimit = std::chrono::hours(1);
-constexpr int kServerMaxPageSize = 200;
 constexpr size_t kMaxNameLength = 128;
 
 Error Cancelled() { return MakeError(ErrorCode::kCancelled, "sandbox.snapshot was cancelled"); }
@@ -207,35 +207,17 @@ Result<opensandbox::SnapshotRecord> Snapshots::Get(const std::string& id, Cancel
 
 Result<SnapshotList> Snapshots::List(const std::string& sandbox_id, const std::vector<std::string>& states,
                                      int limit, const std::string& cursor, CancelToken* cancel) {
-  // The cursor is the offset into the server's newest-first listing, as sandbox.list's.
-  int64_t offset = 0;
-  if (!cursor.empty()) {
-    char* end = nullptr;
-    offset = std::strtoll(cursor.c_str(), &end, 10);
-    if (*end != '\0' || offset < 0) return InvalidParams("cursor", "cursor is not one this provider gave");
-  }
+  using Page = std::pair<std::vector<opensandbox::SnapshotRecord>, bool>;
+  ABX_ASSIGN_OR_RETURN(OffsetPage<opensandbox::SnapshotRecord> read,
+                       ReadFromCursor<opensandbox::SnapshotRecord>(cursor, limit, [&](int page, int size) -> Result<Page> {
+                         auto result = lifecycle_.ListSnapshots(sandbox_id, states, page, size, cancel);
+                         if (!result.ok()) return result.error().Within("snapshot.list");
+                         return Page(std::move(result->items), result->has_next);
+                       }));
   SnapshotList out;
-  int page = static_cast<int>(offset / kServerMaxPageSize) + 1;
-  int64_t skip = offset % kServerMaxPageSize;
-  auto full = [&] { return limit > 0 && static_cast<int>(out.snapshots.size()) == limit; };
-  for (;;) {
-    auto result = lifecycle_.ListSnapshots(sandbox_id, states, page, kServerMaxPageSize, cancel);
-    if (!result.ok()) return result.error().Within("snapshot.list");
-    for (size_t i = static_cast<size_t>(skip); i < result->items.size(); ++i) {
-      if (full()) {
-        out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.snapshots.size()));
-        return out;
-      }
-      out.snapshots.push_back(std::move(result->items[i]));
-    }
-    skip = 0;
-    if (!result->has_next) return out;
-    if (full()) {
-      out.next_cursor = std::to_string(offset + static_cast<int64_t>(out.snapshots.size()));
-      return out;
-    }
-    ++page;
-  }
+  out.snapshots = std::move(read.items);
+  out.next_cursor = std::move(read.next_cursor);
+  return out;
 }
 
 Result<bool> Snapshots::Delete(const std::string& id, CancelToken* cancel) {

@@ -47,6 +47,7 @@ inline constexpr Field kFields[] = {
     {"secure_access",       "false",                       nullptr,                          false, true},
     {"execd_access_token",  "",                            nullptr,                          true,  false},
     {"snapshot_timeout",    "600",                         nullptr,                          false, false},
+    {"pool_ref",            "",                            nullptr,                          false, true},
 };
 // clang-format on
 

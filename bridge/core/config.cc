@@ -251,6 +251,8 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
         return InvalidParams(name, "default_timeout must be 0 (no expiry) or at least 60 seconds");
       }
       config.default_timeout_s = static_cast<int>(v);
+    } else if (name == "pool_ref") {
+      config.pool_ref = Trim(value);
     } else if (name == "registry_username") {
       config.registry_username = value;
     } else if (name == "registry_password") {
@@ -339,6 +341,8 @@ std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
       value = boolean(config.secure_access);
     } else if (name == "execd_access_token") {
       value = secret(config.execd_access_token);
+    } else if (name == "pool_ref") {
+      value = string_or_null(config.pool_ref);
     } else {
       value = f.secret ? secret(text(f)) : string_or_null(text(f));  // a field added later
     }

@@ -34,6 +34,9 @@ struct ProviderConfig {
   bool secure_access = false;
   std::string execd_access_token;  // secret
   double snapshot_timeout_s = 600;  // how long sandbox.snapshot waits for Ready
+  // The server's own pool (extensions.poolRef, Kubernetes) a create of the default
+  // template comes from; empty: none.
+  std::string pool_ref;
 
   // Identifies the server and the credential: state obtained with one key is never
   // served to a session holding another. In memory only; holds the key itself.

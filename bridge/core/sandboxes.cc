@@ -75,10 +75,20 @@ bool IsCodeInterpreterImage(const std::string& image) {
          repository.compare(repository.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string Sandboxes::PoolRefOf(const CreateSpec& spec) const {
+  if (!spec.pool_ref.empty()) return spec.pool_ref;
+  const bool default_template = spec.template_name.empty() || spec.template_name == "base";
+  return default_template && spec.snapshot_id.empty() ? config_->pool_ref : "";
+}
+
 std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
+  const std::string pool_ref = PoolRefOf(spec);
   const std::string image = ResolveImage(spec.template_name);
   std::vector<std::string> entrypoint = spec.entrypoint;
-  if (!spec.snapshot_id.empty()) {
+  if (!pool_ref.empty()) {
+    // The pool's template gives the image, the resources and (unless the call names
+    // one) the entrypoint (docs/opensandbox.md §1.13).
+  } else if (!spec.snapshot_id.empty()) {
     // The server would start `tail -f /dev/null`: the launcher sandbox.snapshot left in
     // the snapshot runs what the source ran (docs/mapping.md, "Snapshots").
     if (entrypoint.empty()) entrypoint = {kSavedEntrypointPath};
@@ -89,32 +99,42 @@ std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
     entrypoint = IsCodeInterpreterImage(image) ? std::vector<std::string>{kCodeInterpreterScript}
                                                : config_->entrypoint;
   }
-  std::string body;
-  if (!spec.snapshot_id.empty()) {
-    body = "{\"snapshotId\":" + json::Quote(spec.snapshot_id);
+  std::string body = "{";
+  if (!pool_ref.empty()) {
+    body += "\"extensions\":{\"poolRef\":" + json::Quote(pool_ref) + "}";
+  } else if (!spec.snapshot_id.empty()) {
+    body += "\"snapshotId\":" + json::Quote(spec.snapshot_id);
   } else {
-    body = "{\"image\":{\"uri\":" + json::Quote(image);
+    body += "\"image\":{\"uri\":" + json::Quote(image);
     if (!config_->registry_username.empty()) {
       body += ",\"auth\":{\"username\":" + json::Quote(config_->registry_username) +
               ",\"password\":" + json::Quote(config_->registry_password) + "}";
     }
     body += "}";
   }
-  body += ",\"entrypoint\":" + json::ArrayOfStrings(entrypoint);
-  std::map<std::string, std::string> limits = {{"cpu", spec.cpu.empty() ? "1" : spec.cpu},
-                                               {"memory", spec.memory.empty() ? "2Gi" : spec.memory}};
-  body += ",\"resourceLimits\":" + json::ObjectOfStrings(limits);
+  if (!entrypoint.empty()) body += ",\"entrypoint\":" + json::ArrayOfStrings(entrypoint);
+  std::map<std::string, std::string> limits;
+  if (pool_ref.empty()) {
+    limits = {{"cpu", spec.cpu.empty() ? "1" : spec.cpu}, {"memory", spec.memory.empty() ? "2Gi" : spec.memory}};
+  } else {  // only what the call names: the pool's template has the rest
+    if (!spec.cpu.empty()) limits["cpu"] = spec.cpu;
+    if (!spec.memory.empty()) limits["memory"] = spec.memory;
+  }
+  if (!limits.empty()) body += ",\"resourceLimits\":" + json::ObjectOfStrings(limits);
   body += ",\"env\":" + json::ObjectOfStrings(spec.env);
   body += ",\"metadata\":" + json::ObjectOfStrings(spec.metadata);
   const int64_t timeout = spec.timeout_s.value_or(config_->default_timeout_s);
   if (timeout > 0) body += ",\"timeout\":" + std::to_string(std::max(timeout, kMinTimeoutSeconds));
-  if (!config_->network_policy_json.empty()) {
+  // A pool's pods were made before the request: the server refuses a network policy or
+  // a platform with poolRef, so the configured ones apply to the other creates only.
+  if (!config_->network_policy_json.empty() && pool_ref.empty()) {
     body += ",\"networkPolicy\":" + config_->network_policy_json;
   }
-  if (!config_->platform_os.empty()) {
+  if (!config_->platform_os.empty() && pool_ref.empty()) {
     body += ",\"platform\":{\"os\":" + json::Quote(config_->platform_os) +
             ",\"arch\":" + json::Quote(config_->platform_arch) + "}";
   }
+  if (!spec.volumes.empty()) body += ",\"volumes\":" + VolumesJson(spec.volumes);
   body += std::string(",\"secureAccess\":") +
           (spec.secure.value_or(config_->secure_access) ? "true" : "false");
   body += "}";
@@ -123,7 +143,8 @@ std::string Sandboxes::CreateBody(const CreateSpec& spec) const {
 
 Result<std::optional<std::string>> Sandboxes::ResolveTemplate(const CreateSpec& spec, CancelToken* cancel) {
   const std::string& name = spec.template_name;
-  if (!spec.snapshot_id.empty() || name.empty() || name == "base" || config_->image_aliases.count(name)) {
+  if (!spec.snapshot_id.empty() || !spec.pool_ref.empty() || name.empty() || name == "base" ||
+      config_->image_aliases.count(name)) {
     return std::optional<std::string>();
   }
   auto found = TemplateSnapshot(upstream_, *config_, name, cancel);
@@ -142,6 +163,22 @@ Result<std::optional<std::string>> Sandboxes::ResolveTemplate(const CreateSpec& 
 Result<Sandbox> Sandboxes::Create(const CreateSpec& requested, CancelToken* cancel,
                                   const ProgressFn& progress) {
   const int64_t deadline = NowMillis() + static_cast<int64_t>(config_->ready_timeout_s * 1000);
+  if (!PoolRefOf(requested).empty() && !requested.volumes.empty()) {
+    return InvalidParams("volumes", "volumes cannot be mounted into a sandbox from a pool (pool_ref): its pods "
+                                    "were made before the request");
+  }
+  // An OSS key secret is in the request body only; should the server ever repeat it,
+  // no log line and no error carries it.
+  for (const Volume& v : requested.volumes) {
+    if (v.ossfs) log::RegisterSecret(v.ossfs->access_key_secret);
+  }
+  auto created_sandbox = CreateRegistered(requested, deadline, cancel, progress);
+  if (!created_sandbox.ok() && !requested.volumes.empty()) created_sandbox.error().message = log::Scrub(created_sandbox.error().message);
+  return created_sandbox;
+}
+
+Result<Sandbox> Sandboxes::CreateRegistered(const CreateSpec& requested, int64_t deadline, CancelToken* cancel,
+                                            const ProgressFn& progress) {
   // A template name stands for its newest snapshot (templates.h).
   CreateSpec spec = requested;
   ABX_ASSIGN_OR_RETURN(std::optional<std::string> template_snapshot, ResolveTemplate(requested, cancel));
@@ -151,7 +188,7 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& requested, CancelToken* canc
   // to be killed. A cancel during it is honoured right after.
   auto created = lifecycle_.Create(CreateBody(spec), nullptr);
   if (!created.ok() && template_snapshot &&
-      (created.error().code == ErrorCode::kNotFound || created.error().code == ErrorCode::kInvalidState)) {
+      (created.error().http_status == 404 || created.error().http_status == 409)) {
     // A rebuild replaced the version just resolved (gone: 404, being deleted: 409): read
     // the templates again, once; with none left, the name is an image as any other.
     upstream_->ForgetTemplates();
@@ -188,7 +225,9 @@ Result<Sandbox> Sandboxes::Create(const CreateSpec& requested, CancelToken* canc
   }
   auto record = lifecycle_.Get(id, nullptr);
   opensandbox::SandboxRecord out = record.ok() ? std::move(record).value() : std::move(created).value();
-  if (out.image.empty() && spec.snapshot_id.empty()) out.image = ResolveImage(spec.template_name);
+  if (out.image.empty() && spec.snapshot_id.empty() && PoolRefOf(spec).empty()) {
+    out.image = ResolveImage(spec.template_name);
+  }
   Sandbox sandbox = Wrap(std::move(out));
   if (template_snapshot) sandbox.template_name = requested.template_name;
   return sandbox;

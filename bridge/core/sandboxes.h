@@ -15,6 +15,7 @@
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/volumes.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
 namespace abx::core {
@@ -42,6 +43,11 @@ struct CreateSpec {
   // A restore (provider_options.snapshot_id): the sandbox starts from this snapshot, with
   // the entrypoint its source ran unless `entrypoint` names one (saved_entrypoint.h).
   std::string snapshot_id;
+  // Mounted at create (volumes.h); checked by CheckVolumes before the request is sent.
+  std::vector<Volume> volumes;
+  // The server's own pool to take the sandbox from (extensions.poolRef), named by the
+  // call; else the configured pool_ref applies to a create of the default template.
+  std::string pool_ref;
 };
 
 struct Sandbox {
@@ -88,8 +94,14 @@ class Sandboxes {
   std::string TemplateOf(const std::string& image) const;
   // The request body of POST /sandboxes (exposed for tests).
   std::string CreateBody(const CreateSpec& spec) const;
+  // The server pool the create takes its sandbox from: the call's, else the configured
+  // one for a create of the default template (neither a template nor a snapshot named).
+  std::string PoolRefOf(const CreateSpec& spec) const;
 
  private:
+  // Create after its checks, with `deadline_ms` for Running and execd.
+  Result<Sandbox> CreateRegistered(const CreateSpec& spec, int64_t deadline_ms, CancelToken* cancel,
+                                   const ProgressFn& progress);
   // The snapshot of the template `spec.template_name` names, when it names one (not an
   // alias, not base, not a restore).
   Result<std::optional<std::string>> ResolveTemplate(const CreateSpec& spec, CancelToken* cancel);

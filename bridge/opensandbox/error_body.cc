@@ -9,7 +9,7 @@ namespace {
 
 // Reads the server's own words from an error body, whatever of its three shapes it has.
 // Returns false when the body is not one of the API's error shapes.
-bool ReadErrorBody(std::string_view body, std::string* text) {
+bool ReadErrorBody(std::string_view body, std::string* text, std::string* code_out) {
   rapidjson::Document doc;
   doc.Parse<json::kParseFlags>(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return false;
@@ -19,6 +19,7 @@ bool ReadErrorBody(std::string_view body, std::string* text) {
   };
   if (doc.HasMember("code") || doc.HasMember("message")) {
     std::string code = str("code"), message = str("message");
+    *code_out = code;
     *text = code.empty() ? message : message.empty() ? code : code + ": " + message;
     return true;
   }
@@ -42,12 +43,19 @@ bool ReadErrorBody(std::string_view body, std::string* text) {
   return false;
 }
 
+// What the server's runtime cannot provide, whatever the status: a volume it refuses or
+// cannot mount (VOLUME::*) and a pool on a runtime without pools (docs/epp1.md §3,
+// "sandbox.metadata extension, volumes, server-side pools").
+bool RuntimeCannot(const std::string& code) {
+  return code.rfind("VOLUME::", 0) == 0 || code == "SANDBOX::UNSUPPORTED_POOL_REF";
+}
+
 }  // namespace
 
 Error FromHttpStatus(int http_status, std::string_view body, std::string request_id,
                      std::string_view what) {
-  std::string text;
-  const bool api_body = ReadErrorBody(body, &text);
+  std::string text, code;
+  const bool api_body = ReadErrorBody(body, &text, &code);
   Error error;
   error.http_status = http_status;
   error.request_id = std::move(request_id);
@@ -62,7 +70,7 @@ Error FromHttpStatus(int http_status, std::string_view body, std::string request
     error.code = ErrorCode::kAuth;
   } else if (http_status == 404) {
     error.code = ErrorCode::kNotFound;
-  } else if (http_status == 409) {
+  } else if (http_status == 409 || RuntimeCannot(code)) {
     error.code = ErrorCode::kInvalidState;
   } else {
     error.code = ErrorCode::kUpstream;

@@ -39,7 +39,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
       << response->raw;
   const rapidjson::Value* partial = Find(result, "partial");
   ASSERT_TRUE(partial && partial->IsObject()) << response->raw;
-  EXPECT_EQ(partial->MemberCount(), 4u) << response->raw;
+  EXPECT_EQ(partial->MemberCount(), 3u) << response->raw;
   // The key holds a dot, so it is looked up directly rather than by dotted path.
   auto note = partial->FindMember("process.manage");
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cerrno>
 #include <cstring>
@@ -46,6 +47,7 @@ struct RootStep {
   std::string dir;
   std::string link;    // non-empty: copy this symlink instead of binding
   bool writable = false;
+  bool volume = false;  // its mount point exists already (made at create, never here)
 };
 struct RootPlan {
   bool enabled = false;
@@ -56,7 +58,8 @@ struct RootPlan {
 
 // A private mount namespace in which `root` gets the host's system directories
 // (symlinks such as merged-/usr's /bin -> usr/bin are copied as links), then chroot.
-RootPlan PlanSandboxRoot(const std::string& root, const std::string& cwd) {
+RootPlan PlanSandboxRoot(const std::string& root, const std::string& cwd,
+                         const std::vector<VolumeMount>& mounts) {
   RootPlan plan;
   if (root.empty() || geteuid() != 0) return plan;
   plan.enabled = true;
@@ -79,6 +82,20 @@ RootPlan PlanSandboxRoot(const std::string& root, const std::string& cwd) {
     step.writable = std::strcmp(dir, "/dev") == 0 || std::strcmp(dir, "/proc") == 0;
     plan.steps.push_back(std::move(step));
   }
+  // Outer mounts first, so that one inside another is bound on top of it.
+  std::vector<const VolumeMount*> ordered;
+  for (const VolumeMount& mount : mounts) ordered.push_back(&mount);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const VolumeMount* a, const VolumeMount* b) {
+    return a->sandbox_path.size() < b->sandbox_path.size();
+  });
+  for (const VolumeMount* mount : ordered) {
+    RootStep step;
+    step.target = root + mount->sandbox_path;
+    step.dir = mount->host_dir;
+    step.writable = !mount->read_only;
+    step.volume = true;
+    plan.steps.push_back(std::move(step));
+  }
   return plan;
 }
 
@@ -97,7 +114,7 @@ bool EnterSandboxRoot(const RootPlan& plan) {
       }
       continue;
     }
-    if (mkdir(step.target.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (!step.volume && mkdir(step.target.c_str(), 0755) != 0 && errno != EEXIST) return false;
     if (mount(step.dir.c_str(), step.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       return false;
     }
@@ -227,6 +244,14 @@ int ChildExec(void* raw) {
 
 }  // namespace
 
+bool UnderBoundSystemDir(const std::string& sandbox_path) {
+  for (const char* dir : kSystemDirs) {
+    const size_t n = std::strlen(dir);
+    if (sandbox_path.compare(0, n, dir) == 0 && (sandbox_path.size() == n || sandbox_path[n] == '/')) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> MergedEnvironment(
     const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::map<std::string, std::string> merged;
@@ -316,7 +341,7 @@ bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::strin
   // paid copy-on-write faults and TLB shootdowns in both processes until the exec. Under
   // 64 concurrent sessions that was most of the fake's CPU per command. The parent
   // waits (CLONE_VFORK) until the child has exec'd or exited.
-  const RootPlan root = PlanSandboxRoot(options.chroot_dir, options.chroot_cwd);
+  const RootPlan root = PlanSandboxRoot(options.chroot_dir, options.chroot_cwd, options.mounts);
   ChildArgs child_args{&options, &root, argv, envp.data(), &groups,
                        gid, child_out, child_err, report[1]};
   constexpr size_t kChildStackBytes = 256 << 10;

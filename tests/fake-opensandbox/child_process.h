@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/fake-opensandbox/sandbox_volumes.h"
+
 namespace fake_opensandbox {
 
 struct SpawnOptions {
@@ -27,6 +29,9 @@ struct SpawnOptions {
   // read-only, so the paths it sees are the sandbox's — the same the files API maps.
   std::string chroot_dir;
   std::string chroot_cwd;             // the working directory as the sandbox sees it
+  // The sandbox's volumes, bound at their mount paths after the system directories
+  // (their mount points exist: the registry makes them at create).
+  std::vector<VolumeMount> mounts;
   std::vector<std::string> env;       // "KEY=VALUE" entries, complete
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;        // only together with uid
@@ -51,6 +56,10 @@ struct SpawnedProcess {
 // On failure returns false and a Go-like text in *error, e.g.
 // "fork/exec /usr/bin/bash: operation not permitted".
 bool SpawnShell(const SpawnOptions& options, SpawnedProcess* process, std::string* error);
+
+// True when `sandbox_path` is one of the host directories a chrooted command gets bound
+// in (/usr, /etc, /dev, …) or below one: a volume cannot be mounted there by the fake.
+bool UnderBoundSystemDir(const std::string& sandbox_path);
 
 // Go's ProcessState.String(): "exit status 3", "signal: killed", ...
 std::string DescribeWaitStatus(int wait_status);

@@ -236,6 +236,7 @@ std::shared_ptr<Command> CommandRegistry::Start(const CommandSpec& spec) {
   options.host_cwd = spec.host_cwd;
   options.chroot_dir = spec.sandbox_root;
   options.chroot_cwd = spec.sandbox_cwd;
+  options.mounts = spec.mounts;
   options.env = MergedEnvironment(spec.envs);
   options.uid = spec.uid;
   options.gid = spec.gid;

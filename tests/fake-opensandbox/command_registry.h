@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/fake-opensandbox/event_pipe.h"
+#include "tests/fake-opensandbox/sandbox_volumes.h"
 #include "tests/fake-opensandbox/server_clock.h"
 
 namespace fake_opensandbox {
@@ -31,6 +32,7 @@ struct CommandSpec {
   std::string host_cwd;
   std::string sandbox_root;  // host directory of the sandbox (see SpawnOptions::chroot_dir)
   std::string sandbox_cwd;   // the working directory as the sandbox sees it
+  std::vector<VolumeMount> mounts;  // the sandbox's volumes
   std::vector<std::pair<std::string, std::string>> envs;
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;

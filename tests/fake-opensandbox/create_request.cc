@@ -7,176 +7,123 @@
 #include "rapidjson/document.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/metadata_labels.h"
+#include "tests/fake-opensandbox/pydantic_checks.h"
 
 namespace fake_opensandbox {
 namespace {
 
+using namespace pydantic;
 using Loc = ValidationErrors::Loc;
 using rapidjson::Value;
 
-Loc Append(Loc loc, std::variant<std::string, int> part) {
-  loc.push_back(std::move(part));
-  return loc;
-}
-
-const Value* Member(const Value& object, const char* name) {
-  auto it = object.FindMember(name);
-  if (it == object.MemberEnd()) return nullptr;
-  return &it->value;
-}
-
-// Absent or null (Optional fields accept both).
-bool IsUnset(const Value* v) { return v == nullptr || v->IsNull(); }
-
-// Each checker adds errors for the value at `loc` and returns true when it was valid.
-struct Checker {
-  ValidationErrors& errors;
-
-  bool String(const Value& v, const Loc& loc, std::string* out = nullptr) {
-    if (!v.IsString()) {
-      errors.Add("string_type", loc, "Input should be a valid string", &v);
-      return false;
-    }
-    if (out) *out = v.GetString();
-    return true;
-  }
-
-  bool RequiredString(const Value& object, const char* name, const Loc& loc,
-                      std::string* out = nullptr) {
-    const Value* v = Member(object, name);
-    if (!v) {
-      errors.Add("missing", Append(loc, name), "Field required", &object);
-      return false;
-    }
-    return String(*v, Append(loc, name), out);
-  }
-
-  // pydantic's lax int: ints, integral floats, numeric strings and bools.
-  bool Int(const Value& v, const Loc& loc, double* out) {
-    if (v.IsInt64() || v.IsUint64()) {
-      *out = v.GetDouble();
-      return true;
-    }
-    if (v.IsDouble()) {
-      double d = v.GetDouble();
-      if (std::floor(d) != d || !std::isfinite(d)) {
-        errors.Add("int_from_float", loc,
-                   "Input should be a valid integer, got a number with a fractional part", &v);
-        return false;
+// A volume's backend object: pydantic's field checks, filling `out` as it goes.
+bool CheckBackend(const Value& b, const Loc& at, VolumeSpec::Backend backend, Checker& check,
+                  VolumeSpec* out) {
+  ValidationErrors& errors = check.errors;
+  bool ok = true;
+  auto optional_bool = [&](const char* name, bool* value) {
+    const Value* v = Member(b, name);
+    if (!IsUnset(v) && !check.Bool(*v, Append(at, name), value)) ok = false;
+  };
+  auto pattern = [&](const char* name, const std::string& value, const char* regex, size_t max_length) {
+    if (max_length && value.size() > max_length) {
+      errors.Add("string_too_long", Append(at, name),
+                 "String should have at most " + std::to_string(max_length) + " characters",
+                 Member(b, name), "{\"max_length\":" + std::to_string(max_length) + "}");
+      ok = false;
+    } else if (!std::regex_search(value, std::regex(regex))) {
+      std::string escaped;
+      for (char c : std::string(regex)) {
+        if (c == '\\' || c == '"') escaped += '\\';
+        escaped += c;
       }
-      *out = d;
-      return true;
+      errors.Add("string_pattern_mismatch", Append(at, name),
+                 std::string("String should match pattern '") + regex + "'", Member(b, name),
+                 "{\"pattern\":\"" + escaped + "\"}");
+      ok = false;
     }
-    if (v.IsBool()) {
-      *out = v.GetBool() ? 1 : 0;
-      return true;
-    }
-    if (v.IsString()) {
-      std::string s = v.GetString();
-      while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-      size_t start = 0;
-      while (start < s.size() && isspace(static_cast<unsigned char>(s[start]))) ++start;
-      s = s.substr(start);
-      static const std::regex kInt("[-+]?[0-9](_?[0-9])*");
-      if (std::regex_match(s, kInt)) {
-        std::string digits;
-        for (char c : s) {
-          if (c != '_') digits += c;
+  };
+  auto min_length = [&](const char* name, const std::string& value, size_t min) {
+    if (value.size() >= min) return;
+    errors.Add("string_too_short", Append(at, name),
+               "String should have at least " + std::to_string(min) + " character" + (min == 1 ? "" : "s"),
+               Member(b, name), "{\"min_length\":" + std::to_string(min) + "}");
+    ok = false;
+  };
+  out->backend = backend;
+  switch (backend) {
+    case VolumeSpec::Backend::kHost:
+      if (check.RequiredString(b, "path", at, &out->host_path)) {
+        pattern("path", out->host_path, "^(/|[A-Za-z]:[\\\\/])", 0);
+      } else {
+        ok = false;
+      }
+      break;
+    case VolumeSpec::Backend::kPvc: {
+      if (check.RequiredString(b, "claimName", at, &out->claim_name)) {
+        pattern("claimName", out->claim_name, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 253);
+      } else {
+        ok = false;
+      }
+      optional_bool("createIfNotExists", &out->create_if_not_exists);
+      optional_bool("deleteOnSandboxTermination", &out->delete_on_termination);
+      if (const Value* v = Member(b, "storageClass"); !IsUnset(v) && !check.String(*v, Append(at, "storageClass"))) ok = false;
+      if (const Value* v = Member(b, "storage"); !IsUnset(v)) {
+        std::string storage;
+        if (check.String(*v, Append(at, "storage"), &storage)) {
+          pattern("storage", storage, "^\\d+(\\.\\d+)?(Ki|Mi|Gi|Ti|Pi|Ei)?$", 0);
+        } else {
+          ok = false;
         }
-        *out = std::stod(digits);
-        return true;
       }
-      errors.Add("int_parsing", loc,
-                 "Input should be a valid integer, unable to parse string as an integer", &v);
-      return false;
-    }
-    errors.Add("int_type", loc, "Input should be a valid integer", &v);
-    return false;
-  }
-
-  // pydantic's lax bool.
-  bool Bool(const Value& v, const Loc& loc, bool* out) {
-    if (v.IsBool()) {
-      *out = v.GetBool();
-      return true;
-    }
-    if (v.IsInt64() && (v.GetInt64() == 0 || v.GetInt64() == 1)) {
-      *out = v.GetInt64() == 1;
-      return true;
-    }
-    if (v.IsString()) {
-      std::string s = v.GetString();
-      for (auto& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-      for (const char* t : {"1", "on", "t", "true", "y", "yes"}) {
-        if (s == t) return *out = true, true;
+      if (const Value* v = Member(b, "accessModes"); !IsUnset(v)) {
+        std::vector<std::string> modes;
+        if (!check.StringList(*v, Append(at, "accessModes"), &modes)) ok = false;
       }
-      for (const char* f : {"0", "off", "f", "false", "n", "no"}) {
-        if (s == f) return *out = false, true;
-      }
-      errors.Add("bool_parsing", loc, "Input should be a valid boolean, unable to interpret input",
-                 &v);
-      return false;
+      break;
     }
-    errors.Add("bool_type", loc, "Input should be a valid boolean", &v);
-    return false;
-  }
-
-  bool Model(const Value& v, const Loc& loc, const char* class_name) {
-    if (v.IsObject()) return true;
-    errors.Add("model_type", loc,
-               std::string("Input should be a valid dictionary or instance of ") + class_name, &v,
-               std::string("{\"class_name\":\"") + class_name + "\"}");
-    return false;
-  }
-
-  // Dict[str, str] (allow_null_values: Dict[str, Optional[str]]).
-  bool StringMap(const Value& v, const Loc& loc, StringPairs* out, bool allow_null_values) {
-    if (!v.IsObject()) {
-      errors.Add("dict_type", loc, "Input should be a valid dictionary", &v);
-      return false;
-    }
-    bool ok = true;
-    for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
-      std::string key = it->name.GetString();
-      if (allow_null_values && it->value.IsNull()) continue;
-      std::string value;
-      if (String(it->value, Append(loc, key), &value)) {
-        if (out) out->emplace_back(key, value);
+    case VolumeSpec::Backend::kOssfs: {
+      if (check.RequiredString(b, "bucket", at, &out->bucket)) {
+        if (out->bucket.size() > 63) {
+          errors.Add("string_too_long", Append(at, "bucket"), "String should have at most 63 characters",
+                     Member(b, "bucket"), "{\"max_length\":63}");
+          ok = false;
+        }
+        min_length("bucket", out->bucket, 3);
       } else {
         ok = false;
       }
-    }
-    return ok;
-  }
-
-  bool StringList(const Value& v, const Loc& loc, std::vector<std::string>* out) {
-    if (!v.IsArray()) {
-      errors.Add("list_type", loc, "Input should be a valid list", &v);
-      return false;
-    }
-    bool ok = true;
-    int index = 0;
-    for (const auto& item : v.GetArray()) {
-      std::string s;
-      if (String(item, Append(loc, index), &s)) {
-        out->push_back(s);
+      if (check.RequiredString(b, "endpoint", at, &out->endpoint)) {
+        min_length("endpoint", out->endpoint, 1);
       } else {
         ok = false;
       }
-      ++index;
+      if (const Value* v = Member(b, "version"); !IsUnset(v)) {
+        if (!check.String(*v, Append(at, "version"), &out->version)) {
+          ok = false;
+        } else if (out->version != "1.0" && out->version != "2.0") {
+          errors.Add("literal_error", Append(at, "version"), "Input should be '1.0' or '2.0'", v,
+                     "{\"expected\":\"'1.0' or '2.0'\"}");
+          ok = false;
+        }
+      }
+      if (const Value* v = Member(b, "options"); !IsUnset(v)) {
+        if (!check.StringList(*v, Append(at, "options"), &out->options)) ok = false;
+      }
+      std::string key_id, key_secret;
+      const bool has_id = check.RequiredString(b, "accessKeyId", at, &key_id);
+      const bool has_secret = check.RequiredString(b, "accessKeySecret", at, &key_secret);
+      if (has_id) min_length("accessKeyId", key_id, 1);
+      if (has_secret) min_length("accessKeySecret", key_secret, 1);
+      ok = ok && has_id && has_secret;
+      out->has_credentials = has_id && has_secret && !key_id.empty() && !key_secret.empty();
+      break;
     }
-    return ok;
   }
-};
-
-bool IsBlank(const std::string& s) {
-  for (char c : s) {
-    if (!isspace(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
+  return ok;
 }
 
-void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
+void CheckVolumes(const Value& v, const Loc& loc, Checker& check, std::vector<VolumeSpec>* out) {
   if (!v.IsArray()) {
     check.errors.Add("list_type", loc, "Input should be a valid list", &v);
     return;
@@ -186,10 +133,10 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
   for (const auto& volume : v.GetArray()) {
     Loc at = Append(loc, index++);
     if (!check.Model(volume, at, "Volume")) continue;
-    std::string name, mount;
+    VolumeSpec spec;
     bool fields_ok = true;
-    if (check.RequiredString(volume, "name", at, &name)) {
-      if (name.size() > 63 || !std::regex_match(name, kName)) {
+    if (check.RequiredString(volume, "name", at, &spec.name)) {
+      if (spec.name.size() > 63 || !std::regex_match(spec.name, kName)) {
         check.errors.Add("string_pattern_mismatch", Append(at, "name"),
                          "String should match pattern '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'",
                          Member(volume, "name"),
@@ -199,8 +146,8 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
     } else {
       fields_ok = false;
     }
-    if (check.RequiredString(volume, "mountPath", at, &mount)) {
-      if (mount.empty() || mount[0] != '/') {
+    if (check.RequiredString(volume, "mountPath", at, &spec.mount_path)) {
+      if (spec.mount_path.empty() || spec.mount_path[0] != '/') {
         check.errors.Add("string_pattern_mismatch", Append(at, "mountPath"),
                          "String should match pattern '^/.*'", Member(volume, "mountPath"),
                          "{\"pattern\":\"^/.*\"}");
@@ -209,12 +156,25 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
     } else {
       fields_ok = false;
     }
+    if (const Value* r = Member(volume, "readOnly"); !IsUnset(r)) {
+      if (!check.Bool(*r, Append(at, "readOnly"), &spec.read_only)) fields_ok = false;
+    }
+    if (const Value* s = Member(volume, "subPath"); !IsUnset(s)) {
+      if (!check.String(*s, Append(at, "subPath"), &spec.sub_path)) fields_ok = false;
+    }
     int backends = 0;
-    for (const char* backend : {"host", "pvc", "ossfs"}) {
+    const std::pair<const char*, VolumeSpec::Backend> kBackends[] = {
+        {"host", VolumeSpec::Backend::kHost},
+        {"pvc", VolumeSpec::Backend::kPvc},
+        {"ossfs", VolumeSpec::Backend::kOssfs}};
+    for (const auto& [backend, kind] : kBackends) {
       const Value* b = Member(volume, backend);
       if (IsUnset(b)) continue;
       ++backends;
-      if (!check.Model(*b, Append(at, backend), "backend")) fields_ok = false;
+      Loc backend_at = Append(at, backend);
+      if (!check.Model(*b, backend_at, "backend") || !CheckBackend(*b, backend_at, kind, check, &spec)) {
+        fields_ok = false;
+      }
     }
     if (fields_ok && backends != 1) {
       check.errors.Add("value_error", at,
@@ -225,6 +185,7 @@ void CheckVolumes(const Value& v, const Loc& loc, Checker& check) {
                              "specified, but multiple were provided.",
                        &volume, "{\"error\":{}}");
     }
+    out->push_back(std::move(spec));
   }
 }
 
@@ -416,7 +377,7 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
     check.Bool(*v, Append(root, "secureAccess"), &secure_access);
   }
   if (const Value* v = Member(doc, "volumes"); !IsUnset(v)) {
-    CheckVolumes(*v, Append(root, "volumes"), check);
+    CheckVolumes(*v, Append(root, "volumes"), check, &spec->volumes);
   }
   StringPairs extensions;
   if (const Value* v = Member(doc, "extensions"); !IsUnset(v)) {
@@ -455,15 +416,50 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
     }
     if (has_image) spec->image_uri = image_uri;
     if (has_snapshot) spec->snapshot_id = snapshot_id;
+  } else if (!IsBlank(snapshot_id)) {
+    return model_error("snapshotId cannot be used together with poolRef.");
   }
 
   // Service checks (400).
   const bool docker = config.runtime == Runtime::kDocker;
   if (has_pool_ref) {
-    *rejection = BadRequest("SANDBOX::UNSUPPORTED_POOL_REF",
-                            docker ? "extensions.poolRef is not supported by the Docker runtime."
-                                   : "Pool '" + pool_ref + "' is not available.");
-    return false;
+    if (docker) {  // services/docker/docker_service.py, before every other check
+      *rejection = BadRequest("SANDBOX::UNSUPPORTED_POOL_REF",
+                              "poolRef is not supported by the Docker provider. Use Kubernetes "
+                              "BatchSandbox provider instead.");
+      return false;
+    }
+    // services/k8s/kubernetes_service.py: what a pre-created pod cannot take, then the Pool.
+    if (spec->has_network_policy) {
+      *rejection = BadRequest("SANDBOX::INVALID_PARAMETER",
+                              "networkPolicy cannot be used together with extensions.poolRef "
+                              "because pooled pods are pre-created.");
+      return false;
+    }
+    if (!spec->volumes.empty()) {
+      *rejection = BadRequest("SANDBOX::INVALID_PARAMETER",
+                              "Pool mode (extensions.poolRef) does not support volumes. Remove "
+                              "'volumes' from the request or use template mode.");
+      return false;
+    }
+    if (platform_present) {
+      *rejection = BadRequest("SANDBOX::INVALID_PARAMETER",
+                              "platform is not supported together with extensions.poolRef yet.");
+      return false;
+    }
+    const std::pair<std::string, std::string>* pool = nullptr;
+    for (const auto& named : config.pools) {
+      if (named.first == pool_ref || (pool_ref == "*" && !pool)) pool = &named;
+    }
+    if (!pool) {
+      *rejection = {404, CodeMessageBody("KUBERNETES::POOL_NOT_FOUND", "Pool '" + pool_ref + "' not found.")};
+      return false;
+    }
+    // The pod comes from the pool's template: its image, and the request's entrypoint
+    // or the task template's default (image and resourceLimits of the request unused).
+    spec->pool_ref = pool->first;
+    spec->image_uri = pool->second;
+    if (spec->entrypoint.empty()) spec->entrypoint = {"tail", "-f", "/dev/null"};
   }
   for (const auto& [key, value] : extensions) {
     if (key != "access.renew.extend.seconds") continue;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/fake-opensandbox/fake_config.h"
+#include "tests/fake-opensandbox/sandbox_volumes.h"
 
 namespace fake_opensandbox {
 
@@ -26,6 +27,9 @@ struct CreateSpec {
   std::vector<std::string> entrypoint;           // as sent (echoed by create)
   std::vector<std::string> resolved_entrypoint;  // after Docker's shell split (GET)
   bool has_network_policy = false;
+  std::vector<VolumeSpec> volumes;  // pydantic-valid; the service's checks come later
+  // Kubernetes pool mode (extensions.poolRef): the pool's image, already resolved.
+  std::optional<std::string> pool_ref;
 };
 
 struct Rejection {

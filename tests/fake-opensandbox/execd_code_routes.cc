@@ -72,6 +72,7 @@ bool PlaceFor(ExecdContext* context, const std::string& cwd, KernelPlace* place,
     return false;
   }
   place->sandbox_root = context->paths.host_root();
+  place->mounts = context->paths.mounts();
   place->sandbox_cwd = mapped.sandbox;
   place->host_cwd = mapped.host;
   return true;

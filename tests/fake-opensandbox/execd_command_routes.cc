@@ -112,6 +112,7 @@ bool ParseRunCommand(const httplib::Request& req, ExecdContext* context, Command
     return false;
   }
   spec->sandbox_root = context->paths.host_root();
+  spec->mounts = context->paths.mounts();
   if (cwd.empty()) {
     spec->host_cwd = context->paths.host_root();
     spec->sandbox_cwd = "/";
@@ -221,6 +222,7 @@ void RunCodeAsCommand(const std::string& code, ExecdContext* context, httplib::R
   CommandSpec spec;
   spec.command = code;
   spec.sandbox_root = context->paths.host_root();
+  spec.mounts = context->paths.mounts();
   spec.host_cwd = context->paths.host_root();
   spec.sandbox_cwd = "/";
   spec.envs.emplace_back("OPENSANDBOX_FAKE_SANDBOX_ROOT", context->paths.host_root());

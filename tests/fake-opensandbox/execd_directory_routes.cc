@@ -89,7 +89,7 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, ExecdCont
   for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
     std::string path = it->name.GetString();
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "creating directory", &mapped, res)) return;
     struct stat st;
     bool existed = stat(mapped.host.c_str(), &st) == 0;
     if (existed && !S_ISDIR(st.st_mode)) {
@@ -147,7 +147,8 @@ void HandleDelete(const httplib::Request& req, httplib::Response& res, ExecdCont
   for (size_t i = 0; i < count; ++i) {
     std::string path = req.get_param_value("path", i);
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "removing directory", &mapped, res)) return;
+    if (RefuseMountPoint(mapped, path, "removing directory", res)) return;
     if (mapped.sandbox == "/") {
       SendExecdError(res, 500, "RUNTIME_ERROR", "refusing to remove the sandbox root");
       return;

@@ -17,6 +17,22 @@ bool MapPathOrReject(ExecdContext* context, const std::string& path,
   return false;
 }
 
+bool MapWritablePathOrReject(ExecdContext* context, const std::string& path, const char* what,
+                             SandboxPaths::Mapped* mapped, httplib::Response& res) {
+  if (!MapPathOrReject(context, path, mapped, res)) return false;
+  if (!mapped->read_only) return true;
+  SendExecdError(res, 500, "RUNTIME_ERROR",
+                 std::string("error ") + what + " " + path + ": read-only file system");  // Go's EROFS text
+  return false;
+}
+
+bool RefuseMountPoint(const SandboxPaths::Mapped& mapped, const std::string& path, const char* what,
+                      httplib::Response& res) {
+  if (!mapped.mount_point) return false;
+  SendExecdError(res, 500, "RUNTIME_ERROR", std::string("error ") + what + " " + path + ": device or resource busy");
+  return true;
+}
+
 bool MakeDirectories(const std::string& host_path, mode_t mode) {
   if (host_path.empty()) return true;
   struct stat st;

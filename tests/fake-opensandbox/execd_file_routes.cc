@@ -89,7 +89,8 @@ void HandleDeleteFiles(const httplib::Request& req, httplib::Response& res,
                        ExecdContext* context) {
   for (const std::string& path : PathParams(req)) {
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "removing file", &mapped, res)) return;
+    if (RefuseMountPoint(mapped, path, "removing file", res)) return;
     struct stat st;
     if (lstat(mapped.host.c_str(), &st) != 0) continue;  // already gone: fine
     if (S_ISDIR(st.st_mode)) {
@@ -118,7 +119,7 @@ void HandlePermissions(const httplib::Request& req, httplib::Response& res,
   for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
     std::string path = it->name.GetString();
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "changing permissions of", &mapped, res)) return;
     struct stat st;
     if (lstat(mapped.host.c_str(), &st) != 0) {
       SendExecdError(res, 500, "RUNTIME_ERROR",
@@ -149,8 +150,9 @@ void HandleMove(const httplib::Request& req, httplib::Response& res, ExecdContex
     if (!item.IsObject()) continue;
     std::string src = StringMember(item, "src"), dest = StringMember(item, "dest");
     SandboxPaths::Mapped from, to;
-    if (!MapPathOrReject(context, src, &from, res)) return;
-    if (!MapPathOrReject(context, dest, &to, res)) return;
+    if (!MapWritablePathOrReject(context, src, "renaming", &from, res)) return;
+    if (!MapWritablePathOrReject(context, dest, "renaming to", &to, res)) return;
+    if (RefuseMountPoint(from, src, "renaming", res) || RefuseMountPoint(to, dest, "renaming to", res)) return;
     struct stat st;
     if (lstat(from.host.c_str(), &st) != 0) {
       if (context->release.missing_path_404) {
@@ -247,7 +249,7 @@ void HandleReplace(const httplib::Request& req, httplib::Response& res, ExecdCon
       return;
     }
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "replacing in", &mapped, res)) return;
     std::ifstream in(mapped.host, std::ios::binary);
     if (!in) {
       SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + path);

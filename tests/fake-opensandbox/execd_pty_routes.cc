@@ -149,6 +149,7 @@ void HandleWebSocket(const httplib::Request& req, httplib::Response& res, ExecdC
   start.host_cwd = mapped.host;
   start.chroot_dir = context->paths.host_root();
   start.chroot_cwd = mapped.sandbox;
+  start.mounts = context->paths.mounts();
   start.env = MergedEnvironment({});  // execd's own environment, nothing added
   start.exit_overtakes_bytes = static_cast<uint64_t>(std::max<int64_t>(0, faults.pty_exit_overtakes_bytes));
   ServePtyWebSocket(fd, req, session, start, options);

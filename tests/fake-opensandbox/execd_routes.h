@@ -44,6 +44,14 @@ namespace fake_opensandbox {
 // Maps a client path into the sandbox; on failure answers 400 and returns false.
 bool MapPathOrReject(ExecdContext* context, const std::string& path,
                      SandboxPaths::Mapped* mapped, httplib::Response& res);
+// The same for a route that writes: a path on a read-only volume is refused as the
+// kernel refuses the write (EROFS), with `what` naming the operation in the message.
+bool MapWritablePathOrReject(ExecdContext* context, const std::string& path, const char* what,
+                             SandboxPaths::Mapped* mapped, httplib::Response& res);
+// A volume's mount path cannot be removed or renamed (EBUSY, as the kernel answers for a
+// mount point): true, with the answer sent, when `mapped` is one.
+bool RefuseMountPoint(const SandboxPaths::Mapped& mapped, const std::string& path, const char* what,
+                      httplib::Response& res);
 
 // mkdir -p; returns false (errno set) on failure.
 bool MakeDirectories(const std::string& host_path, mode_t mode);

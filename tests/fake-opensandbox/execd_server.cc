@@ -14,7 +14,7 @@ struct ExecdServer::State {
       : commands(options.clock, options.release.keep_blank_lines, options.log_dir),
         code(options.jupyter, options.log_dir, options.stats) {
     context.clock = options.clock;
-    context.paths = SandboxPaths(host_root);
+    context.paths = SandboxPaths(host_root, options.mounts);
     context.commands = &commands;
     context.code = &code;
     context.sessions = &sessions;

@@ -33,6 +33,7 @@ struct ExecdServerOptions {
   std::string log_dir;            // background command logs
   std::string staging_dir;        // upload temp files
   JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
+  std::vector<VolumeMount> mounts;  // the sandbox's volumes (sandbox_volumes.h)
 };
 
 class ExecdServer {

@@ -109,6 +109,7 @@ void DriveSessionRun(std::shared_ptr<BashSession> session, RunRequest run, std::
     options.host_cwd = mapped.host;
     options.chroot_dir = context->paths.host_root();
     options.chroot_cwd = mapped.sandbox;
+    options.mounts = context->paths.mounts();
     spawned = SpawnShell(options, &process, &error);
   }
   if (!spawned) {

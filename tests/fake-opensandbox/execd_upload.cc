@@ -97,9 +97,9 @@ mode_t ProcessUmask() {
 
 // The host path of what `sandbox_path` leads to, its symlinks read as the sandbox sees
 // them (an absolute target is under the sandbox's root, never the host's); "" for a loop.
-std::string FollowLinksInSandbox(const SandboxPaths& paths, std::string sandbox_path) {
+std::string FollowLinksInSandbox(const SandboxPaths& paths, std::string sandbox_path, bool* read_only) {
   for (int hop = 0; hop < 40; ++hop) {
-    const std::string host = paths.host_root() + sandbox_path;
+    const std::string host = paths.HostOf(sandbox_path, read_only);
     struct stat st;
     if (lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return host;
     char buffer[4096];
@@ -249,11 +249,15 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
       mode = mode_it->value.GetInt64();
     }
     SandboxPaths::Mapped mapped;
-    if (!MapPathOrReject(context, path, &mapped, res)) return;
+    if (!MapWritablePathOrReject(context, path, "opening destination file", &mapped, res)) return;
     // os.OpenFile follows a symlink: the file it leads to is written.
-    mapped.host = FollowLinksInSandbox(context->paths, mapped.sandbox);
+    mapped.host = FollowLinksInSandbox(context->paths, mapped.sandbox, &mapped.read_only);
     if (mapped.host.empty()) {
       SendExecdError(res, 500, "RUNTIME_ERROR", "error opening destination file " + path + ": too many levels of symbolic links");
+      return;
+    }
+    if (mapped.read_only) {  // a link that leads onto a read-only volume
+      SendExecdError(res, 500, "RUNTIME_ERROR", "error opening destination file " + path + ": read-only file system");
       return;
     }
     size_t slash = mapped.host.find_last_of('/');

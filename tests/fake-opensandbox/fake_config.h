@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fake_opensandbox {
@@ -36,6 +37,8 @@ struct FakeConfig {
   std::string faults_json;              // initial faults, same JSON as POST /_fake/faults
   bool exit_on_stdin_eof = false;
   bool snapshots = true;                // false: a server whose runtime has no snapshots (501)
+  std::vector<std::string> allowed_host_paths;  // storage.allowed_host_paths; empty: none
+  std::vector<std::pair<std::string, std::string>> pools;  // Kubernetes Pools: (name, image)
 };
 
 // What one execd release does where releases differ (docs/opensandbox.md, "execd

@@ -87,6 +87,11 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --exit-on-stdin-eof      exit when stdin closes (tie the fake to a parent process)
   --no-snapshots           the runtime has no snapshots: creating one is 501
                            SNAPSHOT::NOT_IMPLEMENTED
+  --allowed-host-path P    host volumes may name P or a path under it (repeat for
+                           more; default none: every host volume is refused, as
+                           upstream's empty storage.allowed_host_paths refuses it)
+  --pool NAME=IMAGE        with --runtime kubernetes: a Pool the server serves
+                           (extensions.poolRef), whose pods run IMAGE (repeatable)
   --help                   this text
 
 Test control (no auth): GET /_fake/stats, GET|POST|DELETE /_fake/faults,
@@ -179,10 +184,25 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
       config->exit_on_stdin_eof = true;
     } else if (flag == "--no-snapshots") {
       config->snapshots = false;
+    } else if (flag == "--allowed-host-path") {
+      if (!need_value()) return FlagsResult::kError;
+      config->allowed_host_paths.push_back(value);
+    } else if (flag == "--pool") {
+      if (!need_value()) return FlagsResult::kError;
+      const size_t sep = value.find('=');
+      if (sep == 0 || sep == std::string::npos || sep + 1 == value.size()) {
+        *error = "--pool wants NAME=IMAGE, got: " + value;
+        return FlagsResult::kError;
+      }
+      config->pools.emplace_back(value.substr(0, sep), value.substr(sep + 1));
     } else {
       *error = "unknown flag: " + flag + " (see --help)";
       return FlagsResult::kError;
     }
+  }
+  if (!config->pools.empty() && config->runtime != Runtime::kKubernetes) {
+    *error = "--pool needs --runtime kubernetes (a Docker server has no pools)";
+    return FlagsResult::kError;
   }
   return FlagsResult::kRun;
 }

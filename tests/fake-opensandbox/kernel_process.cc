@@ -37,6 +37,7 @@ std::unique_ptr<KernelProcess> KernelProcess::Start(const KernelPlace& place,
   options.host_cwd = place.host_cwd;
   options.chroot_dir = place.sandbox_root;
   options.chroot_cwd = place.sandbox_cwd;
+  options.mounts = place.mounts;
   options.env = MergedEnvironment({{"FAKE_KERNEL_HOST_PY", kKernelHostPy},
                                    {"JUPYTER_RUNTIME_DIR", "/tmp/.fake-jupyter-runtime"},
                                    {"PYDEVD_DISABLE_FILE_VALIDATION", "1"}});

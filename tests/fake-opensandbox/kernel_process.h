@@ -17,10 +17,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+
+#include "tests/fake-opensandbox/sandbox_volumes.h"
 
 namespace fake_opensandbox {
 
@@ -28,6 +31,7 @@ namespace fake_opensandbox {
 // in `sandbox_cwd` (`host_cwd` on the host, when the fake cannot chroot).
 struct KernelPlace {
   std::string sandbox_root;
+  std::vector<VolumeMount> mounts;  // the sandbox's volumes
   std::string sandbox_cwd;
   std::string host_cwd;
 };

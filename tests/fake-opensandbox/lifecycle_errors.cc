@@ -11,8 +11,9 @@ namespace {
 void MaskPasswords(rapidjson::Value& value, rapidjson::Document::AllocatorType& alloc) {
   if (value.IsObject()) {
     for (auto it = value.MemberBegin(); it != value.MemberEnd(); ++it) {
-      if (it->name.IsString() && strcmp(it->name.GetString(), "password") == 0 &&
-          it->value.IsString()) {
+      const bool secret = it->name.IsString() && (strcmp(it->name.GetString(), "password") == 0 ||
+                                                  strcmp(it->name.GetString(), "accessKeySecret") == 0);
+      if (secret && it->value.IsString()) {
         it->value.SetString("***", alloc);
       } else {
         MaskPasswords(it->value, alloc);

@@ -22,8 +22,9 @@ class ValidationErrors {
   ValidationErrors();
 
   // `input` may be null (rendered as JSON null). `ctx_json` is a JSON object text or "".
-  // Values of keys named "password" in the echoed input are masked: the real server
-  // echoes them, but a test double should not put a registry secret into error bodies.
+  // Values of keys named "password" or "accessKeySecret" in the echoed input are masked:
+  // the real server echoes them, but a test double should not put a secret into error
+  // bodies.
   void Add(const std::string& type, const Loc& loc, const std::string& msg,
            const rapidjson::Value* input, const std::string& ctx_json = "");
   // Same with a string input (query and path parameters arrive as strings).

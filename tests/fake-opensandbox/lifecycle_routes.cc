@@ -59,9 +59,15 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, Lifecycle
                              "Snapshot " + *spec.snapshot_id + " is not ready (state " + state + ").");
     }
   }
+  // The service's volume checks come after the restore's lookup (docker_service.py).
+  if (auto refused = CheckVolumes(spec.volumes, ctx->config.allowed_host_paths)) {
+    return SendCodeMessage(res, refused->status, refused->code, refused->message);
+  }
   SandboxInfo created;
   std::string error;
-  if (!ctx->registry->Create(spec, from ? &*from : nullptr, &created, &error)) {
+  std::optional<VolumeRefusal> refused;
+  if (!ctx->registry->Create(spec, from ? &*from : nullptr, &created, &refused, &error)) {
+    if (refused) return SendCodeMessage(res, refused->status, refused->code, refused->message);
     SendCodeMessage(res, 500, RuntimeNamespace(*ctx) + "SANDBOX_START_FAILED",
                     "Failed to start sandbox: " + error);
     return;

@@ -101,6 +101,7 @@ bool PtySession::StartLocked(bool pipe_mode, const PtyStart& start, std::string*
   options.host_cwd = start.host_cwd;
   options.chroot_dir = start.chroot_dir;
   options.chroot_cwd = start.chroot_cwd;
+  options.mounts = start.mounts;
   int master = -1, terminal = -1, stdin_pipe[2] = {-1, -1};
   if (pipe_mode) {
     if (pipe2(stdin_pipe, O_CLOEXEC) != 0) {

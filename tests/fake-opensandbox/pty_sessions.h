@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/fake-opensandbox/sandbox_volumes.h"
+
 namespace fake_opensandbox {
 
 // The WebSocket attached to a session, as the session sees it. Called with the
@@ -43,6 +45,7 @@ struct PtyStart {
   std::string host_cwd;    // mapped already
   std::string chroot_dir;  // the sandbox root (see SpawnOptions)
   std::string chroot_cwd;  // the directory as the sandbox sees it
+  std::vector<VolumeMount> mounts;  // the sandbox's volumes
   std::vector<std::string> env;
   // The pty_exit_overtakes_bytes fault: the client is sent output this many bytes late,
   // and what is still held back when the process ends is lost to it, as when execd's

@@ -72,9 +72,21 @@ std::string CleanAbsolutePath(const std::string& path, bool* escaped) {
   return out.empty() ? "/" : out;
 }
 
-SandboxPaths::SandboxPaths(std::string host_root) : root_(std::move(host_root)) {
+SandboxPaths::SandboxPaths(std::string host_root, std::vector<VolumeMount> mounts)
+    : root_(std::move(host_root)), mounts_(std::move(mounts)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
 }
+
+namespace {
+
+// `path` is `prefix` or below it ("/a" covers "/a" and "/a/b", not "/ab").
+bool Covers(const std::string& prefix, const std::string& path) {
+  if (prefix == "/") return true;
+  return path.compare(0, prefix.size(), prefix) == 0 &&
+         (path.size() == prefix.size() || path[prefix.size()] == '/');
+}
+
+}  // namespace
 
 bool SandboxPaths::Map(const std::string& path, bool strict_vars, Mapped* out,
                        std::string* error) const {
@@ -89,11 +101,39 @@ bool SandboxPaths::Map(const std::string& path, bool strict_vars, Mapped* out,
     *error = "path escapes the sandbox root: " + path;
     return false;
   }
-  out->host = out->sandbox == "/" ? root_ : root_ + out->sandbox;
+  out->host = HostOf(out->sandbox, &out->read_only, &out->mount_point);
   return true;
 }
 
+std::string SandboxPaths::HostOf(const std::string& sandbox_path, bool* read_only, bool* mount_point) const {
+  if (read_only) *read_only = false;
+  if (mount_point) *mount_point = false;
+  // The innermost mount wins, as the kernel's mount table does.
+  const VolumeMount* over = nullptr;
+  for (const VolumeMount& mount : mounts_) {
+    if (Covers(mount.sandbox_path, sandbox_path) &&
+        (!over || mount.sandbox_path.size() > over->sandbox_path.size())) {
+      over = &mount;
+    }
+  }
+  if (!over) return sandbox_path == "/" ? root_ : root_ + sandbox_path;
+  if (read_only) *read_only = over->read_only;
+  if (mount_point) *mount_point = over->sandbox_path == sandbox_path;
+  return over->host_dir + sandbox_path.substr(over->sandbox_path == "/" ? 0 : over->sandbox_path.size());
+}
+
 std::string SandboxPaths::ToSandbox(const std::string& host_path) const {
+  // The longest host directory that holds the path: a volume's, or the root's.
+  const VolumeMount* over = nullptr;
+  for (const VolumeMount& mount : mounts_) {
+    if (Covers(mount.host_dir, host_path) && (!over || mount.host_dir.size() > over->host_dir.size())) {
+      over = &mount;
+    }
+  }
+  if (over && over->host_dir.size() >= root_.size()) {
+    const std::string rest = over->host_dir == "/" ? host_path : host_path.substr(over->host_dir.size());
+    return over->sandbox_path == "/" ? (rest.empty() ? "/" : rest) : over->sandbox_path + rest;
+  }
   if (host_path == root_) return "/";
   if (host_path.size() > root_.size() && host_path.compare(0, root_.size(), root_) == 0 &&
       host_path[root_.size()] == '/') {

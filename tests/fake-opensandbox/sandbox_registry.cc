@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tests/fake-opensandbox/child_process.h"
 #include "tests/fake-opensandbox/ids.h"
 #include "tests/fake-opensandbox/image_catalog.h"
 
@@ -76,8 +77,10 @@ SandboxRegistry::SandboxRegistry(const FakeConfig& config, ServerClock clock,
       stats_(std::move(stats)),
       root_dir_(std::move(root_dir)),
       staging_dir_(work_dir + "/staging"),
-      logs_dir_(work_dir + "/logs") {
+      logs_dir_(work_dir + "/logs"),
+      volumes_(work_dir + "/volumes") {
   mkdir(work_dir.c_str(), 0700);
+  chmod(work_dir.c_str(), 0700);  // the volume store may have made it first
   mkdir(staging_dir_.c_str(), 0700);
   mkdir(logs_dir_.c_str(), 0700);
   timer_ = std::thread([this] { TimerLoop(); });
@@ -114,8 +117,23 @@ void SandboxRegistry::SetState(Record& record, const std::string& state) {
 }
 
 bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from, SandboxInfo* created,
-                             std::string* error) {
+                             std::optional<VolumeRefusal>* refused, std::string* error) {
   auto record = std::make_unique<Record>();
+  const std::string start_failed =
+      std::string(config_.runtime == Runtime::kDocker ? "DOCKER" : "KUBERNETES") + "::SANDBOX_START_FAILED";
+  for (const VolumeSpec& volume : spec.volumes) {
+    bool escaped = false;
+    if (UnderBoundSystemDir(CleanAbsolutePath(volume.mount_path, &escaped))) {
+      *refused = VolumeRefusal{500, start_failed,
+                               "Failed to start sandbox: fake-opensandbox cannot mount volume '" + volume.name +
+                                   "' at " + volume.mount_path + ", under a host directory it binds into sandboxes"};
+      return false;
+    }
+    if (volume.backend == VolumeSpec::Backend::kPvc) record->claims.push_back(volume.claim_name);
+  }
+  std::vector<VolumeMount> mounts;
+  *refused = volumes_.Resolve(spec.volumes, &mounts, &record->delete_volumes);
+  if (*refused) return false;
   SandboxInfo& info = record->info;
   info.id = NewUuid4();
   info.image_uri = spec.image_uri;
@@ -152,12 +170,23 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     }
     mkdir((info.host_root + "/root").c_str(), 0700);
   }
+  // The mount points, as the container runtime makes them in the container's tree.
+  for (const VolumeMount& mount : mounts) {
+    if (!MakeMountPoint(info.host_root, mount)) {
+      RemoveTreeQuietly(info.host_root);
+      *refused = VolumeRefusal{500, start_failed,
+                               "Failed to start sandbox: the mount point " + mount.sandbox_path +
+                                   " is a symbolic link or a file in the sandbox"};
+      return false;
+    }
+  }
   std::string logs = logs_dir_ + "/" + info.id;
   mkdir(logs.c_str(), 0700);
 
   Faults faults = faults_->Get();
   record->stuck_pending = faults.never_running;
-  record->pending_gets_left = config_.pending_polls;
+  // A pod taken from a Pool was started before the request: no Pending polls.
+  record->pending_gets_left = spec.pool_ref ? 0 : config_.pending_polls;
   bool pending = record->stuck_pending || record->pending_gets_left > 0;
   record->gate = std::make_shared<SandboxGate>(pending ? SandboxGate::State::kStarting
                                                        : SandboxGate::State::kRunning);
@@ -171,6 +200,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   options.stats = stats_;
   options.log_dir = logs;
   options.staging_dir = staging_dir_;
+  options.mounts = mounts;
   // What the entrypoint runs: a shell script of the sandbox's own files that execs a
   // program runs that program.
   const std::vector<std::string> program = ProgramOf(info.host_root, spec.resolved_entrypoint);
@@ -243,6 +273,19 @@ void SandboxRegistry::Teardown(std::unique_ptr<Record> record) {
   record->execd->Shutdown();
   RemoveTreeQuietly(record->info.host_root);
   RemoveTreeQuietly(logs_dir_ + "/" + record->info.id);
+  // A named volume another sandbox still mounts stays (Docker refuses to remove it).
+  std::vector<std::string> unused;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& claim : record->delete_volumes) {
+      bool in_use = false;
+      for (const auto& [id, other] : records_) {
+        for (const std::string& c : other->claims) in_use = in_use || c == claim;
+      }
+      if (!in_use) unused.push_back(claim);
+    }
+  }
+  volumes_.Release(unused);
 }
 
 bool SandboxRegistry::Delete(const std::string& id) {

@@ -25,6 +25,7 @@
 #include "tests/fake-opensandbox/sandbox_gate.h"
 #include "tests/fake-opensandbox/server_clock.h"
 #include "tests/fake-opensandbox/server_stats.h"
+#include "tests/fake-opensandbox/sandbox_volumes.h"
 #include "tests/fake-opensandbox/snapshot_store.h"
 
 namespace fake_opensandbox {
@@ -61,9 +62,10 @@ class SandboxRegistry {
                   std::shared_ptr<ServerStats> stats, std::string root_dir, std::string work_dir);
   ~SandboxRegistry();
 
-  // `from`: the snapshot a restore starts from (its files and origin image).
+  // `from`: the snapshot a restore starts from (its files and origin image). A volume
+  // the runtime cannot provide is `*refused` (the answer to send), else `*error`.
   bool Create(const CreateSpec& spec, const SnapshotSource* from, SandboxInfo* created,
-              std::string* error);
+              std::optional<VolumeRefusal>* refused, std::string* error);
   // `count_poll`: this GET counts towards --pending-polls.
   std::optional<SandboxInfo> Get(const std::string& id, bool count_poll);
   std::vector<SandboxInfo> List();
@@ -93,6 +95,8 @@ class SandboxRegistry {
     int exit_code = 0;  // the entrypoint's, once it has failed
     std::shared_ptr<SandboxGate> gate;
     std::unique_ptr<ExecdServer> execd;
+    std::vector<std::string> delete_volumes;  // named volumes that end with the sandbox
+    std::vector<std::string> claims;          // every named volume it mounts
   };
 
   void SetState(Record& record, const std::string& state);
@@ -108,6 +112,7 @@ class SandboxRegistry {
   const std::string root_dir_;
   const std::string staging_dir_;
   const std::string logs_dir_;
+  VolumeStore volumes_;
 
   std::mutex mutex_;
   std::condition_variable timer_cv_;

@@ -25,7 +25,6 @@ inline constexpr Partial kPartial[] = {
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
     {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},
-    {"sandbox.metadata", "provider_options.volumes and pool_ref are not served yet (E8004)"},
 };
 
 // The "partial" object of initialize and provider.info.

@@ -3,6 +3,7 @@
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/api/epp/volume_params.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/sandboxes.h"
@@ -52,6 +53,17 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spe
       spec->snapshot_id = m.value.GetString();
       continue;
     }
+    if (key == "volumes") {  // mounts of this sandbox, not a configuration field
+      ABX_ASSIGN_OR_RETURN(spec->volumes, ReadVolumes(m.value));
+      continue;
+    }
+    if (key == "pool_ref") {  // the call's own pool: unlike the configured one, it binds
+      if (!m.value.IsString() || m.value.GetStringLength() == 0) {
+        return InvalidParams("provider_options.pool_ref", "provider_options.pool_ref must be a pool name");
+      }
+      spec->pool_ref = m.value.GetString();
+      continue;
+    }
     const config::Field* field = config::FindField(key);
     if (field == nullptr || !field->per_request) {
       Error refused = MakeError(ErrorCode::kUnsupported, "provider_options." + key + " is not an option a request may set");
@@ -94,6 +106,10 @@ Result<std::string> SandboxCreate(Request& req) {
   if (template_name && !spec.snapshot_id.empty()) {
     return InvalidParams("template", "template and provider_options.snapshot_id are two sources: give one");
   }
+  if (!spec.pool_ref.empty() && (template_name || !spec.snapshot_id.empty())) {
+    return InvalidParams("provider_options.pool_ref",
+                         "provider_options.pool_ref is a source of its own: give no template or snapshot_id with it");
+  }
   spec.template_name = template_name.value_or("base");
   ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
   if (timeout && *timeout < 0) return InvalidParams("timeout", "timeout must not be negative");
@@ -121,6 +137,11 @@ Result<std::string> SandboxCreate(Request& req) {
 
   auto upstream = req.session().core().EndpointCacheFor(config);
   core::Sandboxes sandboxes(upstream.get(), &config);
+  if (!spec.volumes.empty() && !sandboxes.PoolRefOf(spec).empty()) {
+    return InvalidParams("provider_options.volumes",
+                         "provider_options.volumes cannot be mounted into a sandbox from a pool (pool_ref): its "
+                         "pods were made before the request");
+  }
   const std::string id_json = req.id_json();
   auto sandbox = sandboxes.Create(spec, &req.cancel(), [&](const std::string& state,
                                                            const std::string& message) {

@@ -35,6 +35,47 @@ std::map<std::string, std::string> ToStdMap(const Map& map) {
   return std::map<std::string, std::string>(map.begin(), map.end());
 }
 
+core::Volume FromProto(const pb::Volume& v) {
+  core::Volume volume;
+  volume.name = v.name();
+  volume.mount_path = v.mount_path();
+  if (v.read_only()) volume.read_only = true;
+  volume.sub_path = v.sub_path();
+  auto optional_text = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
+  switch (v.backend_case()) {
+    case pb::Volume::kHost:
+      volume.host = core::Volume::Host{v.host().path()};
+      break;
+    case pb::Volume::kPvc: {
+      const pb::PvcVolume& p = v.pvc();
+      core::Volume::Pvc pvc;
+      pvc.claim_name = p.claim_name();
+      if (p.has_create_if_not_exists()) pvc.create_if_not_exists = p.create_if_not_exists();
+      if (p.has_delete_on_sandbox_termination()) pvc.delete_on_sandbox_termination = p.delete_on_sandbox_termination();
+      pvc.storage_class = optional_text(p.storage_class());
+      pvc.storage = optional_text(p.storage());
+      if (p.access_modes_size() > 0) pvc.access_modes.emplace(p.access_modes().begin(), p.access_modes().end());
+      volume.pvc = std::move(pvc);
+      break;
+    }
+    case pb::Volume::kOssfs: {
+      const pb::OssfsVolume& o = v.ossfs();
+      core::Volume::Ossfs oss;
+      oss.bucket = o.bucket();
+      oss.endpoint = o.endpoint();
+      oss.access_key_id = o.access_key_id();
+      oss.access_key_secret = o.access_key_secret();
+      oss.version = optional_text(o.version());
+      if (o.options_size() > 0) oss.options.emplace(o.options().begin(), o.options().end());
+      volume.ossfs = std::move(oss);
+      break;
+    }
+    case pb::Volume::BACKEND_NOT_SET:
+      break;  // CheckVolumes names it
+  }
+  return volume;
+}
+
 Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request) {
   core::CreateSpec spec;
   spec.template_name = request.template_().empty() ? "base" : request.template_();
@@ -60,6 +101,14 @@ Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request)
       return InvalidParams("template", "template and snapshot_id are two sources: give one");
     }
     spec.snapshot_id = request.snapshot_id();
+  }
+  for (const pb::Volume& v : request.volumes()) spec.volumes.push_back(FromProto(v));
+  if (Status checked = core::CheckVolumes(spec.volumes); !checked.ok()) return checked.error();
+  if (!request.pool_ref().empty()) {
+    if (!request.template_().empty() || !request.snapshot_id().empty()) {
+      return InvalidParams("pool_ref", "pool_ref is a source of its own: give no template or snapshot_id with it");
+    }
+    spec.pool_ref = request.pool_ref();
   }
   return spec;
 }

@@ -129,5 +129,93 @@ TEST(SandboxesBodyTest, LabelRulesAsTheServerHasThemAndSnapshotNames) {
   EXPECT_TRUE(CheckSnapshotName("name", "\xc3\xa9t\xc3\xa9").ok());  // "été"
 }
 
+TEST(SandboxesBodyTest, VolumesGoOutInTheServersCamelCase) {
+  CreateSpec spec;
+  Volume host;
+  host.name = "work";
+  host.mount_path = "/work";
+  host.read_only = true;
+  host.host = Volume::Host{"/srv/data"};
+  Volume pvc;
+  pvc.name = "cache";
+  pvc.mount_path = "/cache";
+  pvc.sub_path = "pip";
+  pvc.pvc = Volume::Pvc{"pip-cache", false, true, std::nullopt, std::string("1Gi"), std::nullopt};
+  spec.volumes = {host, pvc};
+  ASSERT_TRUE(CheckVolumes(spec.volumes).ok());
+  auto doc = Body({}, spec);
+  ASSERT_TRUE(doc["volumes"].IsArray());
+  EXPECT_STREQ(doc["volumes"][0]["mountPath"].GetString(), "/work");
+  EXPECT_TRUE(doc["volumes"][0]["readOnly"].GetBool());
+  EXPECT_STREQ(doc["volumes"][0]["host"]["path"].GetString(), "/srv/data");
+  EXPECT_STREQ(doc["volumes"][1]["subPath"].GetString(), "pip");
+  EXPECT_STREQ(doc["volumes"][1]["pvc"]["claimName"].GetString(), "pip-cache");
+  EXPECT_FALSE(doc["volumes"][1]["pvc"]["createIfNotExists"].GetBool());
+  EXPECT_TRUE(doc["volumes"][1]["pvc"]["deleteOnSandboxTermination"].GetBool());
+  EXPECT_STREQ(doc["volumes"][1]["pvc"]["storage"].GetString(), "1Gi");
+  EXPECT_FALSE(doc["volumes"][1]["pvc"].HasMember("storageClass"));
+}
+
+TEST(SandboxesBodyTest, TheServersVolumeRulesAreCheckedHereWithoutARegexOnLongInput) {
+  auto field_of = [](Volume v) {
+    Status s = CheckVolumes({v});
+    return s.ok() ? std::string("ok") : s.error().field;
+  };
+  Volume v;
+  v.name = "a";
+  v.mount_path = "/a";
+  v.pvc = Volume::Pvc{"claim", std::nullopt, std::nullopt, std::nullopt, std::string(200000, '7'), std::nullopt};
+  EXPECT_EQ(field_of(v), "ok");  // digits only: a size, and no stack spent on it
+  v.pvc->storage = std::string(200000, '7') + "Xi";
+  EXPECT_EQ(field_of(v), "volumes[0].pvc.storage");
+  v.pvc->storage = "1.5Gi";
+  EXPECT_EQ(field_of(v), "ok");
+  v.pvc->claim_name = std::string(300000, 'a');
+  EXPECT_EQ(field_of(v), "volumes[0].pvc.claim_name");
+  v.pvc.reset();
+  v.host = Volume::Host{"C:\\data"};
+  EXPECT_EQ(field_of(v), "ok");
+  v.host->path = "/a//b";
+  EXPECT_EQ(field_of(v), "volumes[0].host.path");
+  v.host->path = "/a/..b";  // the server's own substring rule
+  EXPECT_EQ(field_of(v), "volumes[0].host.path");
+  v.host.reset();
+  v.ossfs = Volume::Ossfs{"My_Bucket", "oss.example.com", "id", "secret-value", std::nullopt, std::nullopt};
+  EXPECT_EQ(field_of(v), "volumes[0].ossfs.bucket");
+  v.ossfs->bucket = "my-bucket";
+  v.ossfs->options = std::vector<std::string>{"allow_other", " -o"};
+  EXPECT_EQ(field_of(v), "volumes[0].ossfs.options[1]");
+  v.ossfs->options.reset();
+  v.ossfs->access_key_secret.clear();
+  Status missing = CheckVolumes({v});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().field, "volumes[0].ossfs.access_key_secret");
+}
+
+TEST(SandboxesBodyTest, APoolCreateSendsNoImageAndOnlyWhatTheCallNames) {
+  CreateSpec spec;
+  spec.pool_ref = "warm";
+  spec.cpu = "2";
+  const std::map<std::string, std::string> raw = {{"network_policy", R"({"defaultAction":"deny"})"},
+                                                  {"platform", "linux/arm64"}};
+  auto doc = Body(raw, spec);
+  EXPECT_STREQ(doc["extensions"]["poolRef"].GetString(), "warm");
+  EXPECT_FALSE(doc.HasMember("image"));
+  EXPECT_FALSE(doc.HasMember("entrypoint"));
+  EXPECT_FALSE(doc.HasMember("networkPolicy"));
+  EXPECT_FALSE(doc.HasMember("platform"));
+  EXPECT_STREQ(doc["resourceLimits"]["cpu"].GetString(), "2");
+  EXPECT_FALSE(doc["resourceLimits"].HasMember("memory"));
+  // The configured pool_ref serves the default template only.
+  CreateSpec plain;
+  auto configured = Body({{"pool_ref", "warm"}}, plain);
+  EXPECT_STREQ(configured["extensions"]["poolRef"].GetString(), "warm");
+  EXPECT_FALSE(configured.HasMember("resourceLimits"));
+  plain.template_name = "python:3.11";
+  auto named = Body({{"pool_ref", "warm"}}, plain);
+  EXPECT_FALSE(named.HasMember("extensions"));
+  EXPECT_STREQ(named["image"]["uri"].GetString(), "python:3.11");
+}
+
 }  // namespace
 }  // namespace abx::core

@@ -658,6 +658,41 @@ class TypedApiTest(unittest.TestCase):
                              caught.exception)
             self.assertEqual(trailers(caught.exception).get("abx-field"), field)
 
+    def test_volumes_are_checked_before_sending_and_pool_ref_refused_by_docker(self):
+        sb = self.pb["sandboxes"]
+        secret = "oss-typed-Secret-77"
+        bad = [
+            (sb.Volume(name="Bad_Name", mount_path="/a", host=sb.HostVolume(path="/tmp")), "volumes[0].name"),
+            (sb.Volume(name="a", mount_path="/a"), "volumes[0]"),
+            (sb.Volume(name="a", mount_path="/a", ossfs=sb.OssfsVolume(
+                bucket="b", endpoint="e", access_key_id="i", access_key_secret=secret)), "volumes[0].ossfs.bucket"),
+        ]
+        for volume, field in bad:
+            caught = []
+
+            def create():
+                try:
+                    self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(), volumes=[volume]), timeout=20)
+                except grpc.RpcError as e:
+                    caught.append(e)
+            self.assertEqual(self.upstream_requests_during(create), 0, field)
+            self.assertEqual(len(caught), 1, field)
+            self.assertEqual(caught[0].code(), grpc.StatusCode.INVALID_ARGUMENT, caught[0])
+            self.assertEqual(trailers(caught[0]).get("abx-field"), field)
+            self.assertNotIn(secret, caught[0].details())
+        # A named volume the server makes, seen by a command.
+        sandbox = self.create_sandbox(volumes=[sb.Volume(name="cache", mount_path="/cache",
+                                                         pvc=sb.PvcVolume(claim_name="typed-cache"))])
+        ex = self.pb["exec"]
+        ran = self.exec.Run(ex.RunCommandRequest(config=ENV.config(), sandbox_id=sandbox.id,
+                                                 command="test -d /cache && echo mounted"), timeout=20)
+        self.assertEqual(ran.stdout, b"mounted\n" if isinstance(ran.stdout, bytes) else "mounted\n")
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(), pool_ref="warm"), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
+        self.assertNotIn(secret, ENV.bridge.log_text())
+
     # -- snapshots and metadata -------------------------------------------------------------
 
     def test_snapshot_taken_listed_restored_and_deleted(self):

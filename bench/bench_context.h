@@ -33,6 +33,8 @@ struct BenchOptions {
   double concurrency_budget_s = 120;
   int direct_ops_per_client = 3;  // concurrency: the fake's own capacity, direct clients
   int sse_grace_ms = 0;        // the fake's pause after a stream's last event (execd: ~1000)
+  int template_runs = 5;       // templates: creates of each kind (each waits the fake's start)
+  int snapshot_runs = 5;       // templates: snapshots of 100 MiB, each side (after one of warm-up)
 };
 
 struct BenchContext {

@@ -3,7 +3,7 @@
 // fake. Prints one table (scenario, ours, baseline, ratio, target, met?) and the details
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
-//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty] [--quick]
+//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates] [--quick]
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
 
@@ -31,7 +31,7 @@ int Usage(FILE* out) {
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
                "                             [--keep-work-dir]\n"
-               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty (default: all)\n"
+               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
       options.sessions = 16;
       options.ops_per_session = 10;
       options.direct_ops_per_client = 2;
+      options.template_runs = 2;
+      options.snapshot_runs = 1;
     } else if (arg == "--sessions") {
       options.sessions = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--ops") {
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
-                                                  "shell", "pty", "transfer"};
+                                                  "shell", "pty", "transfer", "templates"};
     if (!kKnown.count(s)) {
       std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
       return Usage(stderr);
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
   if (wanted("code")) Progress("code interpreter", run), RunCode(ctx);
   if (wanted("shell")) Progress("shell", run), RunShell(ctx);
   if (wanted("pty")) Progress("terminals", run), RunPty(ctx);
+  if (wanted("templates")) Progress("templates and snapshots", run), RunTemplates(ctx);
   const IdleRss idle_middle = IdleBridgeRss(ctx);
   if (wanted("stream")) Progress("stream", run), RunStream(ctx);
   if (wanted("files")) Progress("files", run), RunFiles(ctx);

@@ -26,7 +26,8 @@ void RunTransfer(BenchContext& ctx);     // 256 MiB files.download / files.uploa
 void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 50; bridge peak RSS
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run
-void RunPty(BenchContext& ctx);          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals
+void RunPty(BenchContext& ctx);
+void RunTemplates(BenchContext& ctx);    // create from a template vs from its image; snapshot of 100 MiB          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
 // The bridge's VmRSS with no session open: half a second after the last one closed, and

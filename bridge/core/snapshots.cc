@@ -1,5 +1,6 @@
 #include "bridge/core/snapshots.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "bridge/base/log.h"
@@ -11,7 +12,10 @@
 namespace abx::core {
 namespace {
 
-constexpr auto kPollInterval = std::chrono::milliseconds(500);
+// The wait between polls starts short and doubles up to the longest: a small capture
+// answers within ~100 ms of being Ready, a long one costs a GET every 500 ms.
+constexpr auto kFirstPollInterval = std::chrono::milliseconds(100);
+constexpr auto kLongestPollInterval = std::chrono::milliseconds(500);
 constexpr int64_t kProgressEveryMs = 1000;
 // How long a snapshot left behind by a cancel is waited for before it is given up on
 // (the server's capture has no bound of its own).
@@ -108,6 +112,7 @@ Result<opensandbox::SnapshotRecord> Snapshots::Take(const std::string& sandbox_i
   }
   const std::string id = created->id;
   int64_t next_progress = NowMillis();
+  std::chrono::milliseconds interval = kFirstPollInterval;
   opensandbox::SnapshotRecord last = std::move(created).value();
   for (;;) {
     if (last.state == "Ready") {
@@ -141,7 +146,8 @@ Result<opensandbox::SnapshotRecord> Snapshots::Take(const std::string& sandbox_i
       progress();
       next_progress = NowMillis() + kProgressEveryMs;
     }
-    cancel->SleepFor(kPollInterval);
+    cancel->SleepFor(interval);
+    interval = std::min(interval * 2, std::chrono::milliseconds(kLongestPollInterval));
     if (cancel->cancelled()) continue;
     auto polled = lifecycle_.GetSnapshot(id, cancel);
     if (polled.ok()) {

@@ -23,6 +23,7 @@
 #include "bridge/daemon/pty_command.h"
 #include "bridge/daemon/sandboxes_command.h"
 #include "bridge/daemon/snapshot_command.h"
+#include "bridge/daemon/template_command.h"
 #include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
@@ -35,7 +36,7 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
@@ -46,6 +47,9 @@ int Usage(FILE* out) {
                "attached); ^] detaches\n"
                "  snapshot SANDBOX_ID [--name NAME]  a snapshot of the sandbox, once Ready; prints "
                "its id\n"
+               "  template build NAME [--from TEMPLATE|IMAGE] [--file LOCAL:PATH[:MODE]]... --run COMMAND...\n"
+               "           build a template (output as it happens; exits with the failing command's code)\n"
+               "  template list | template delete NAME\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
                abx::ResolveSocketPath(abx::kBuildId).c_str());
@@ -87,6 +91,9 @@ int main(int argc, char** argv) {
   options.socket_path = abx::ResolveSocketPath(abx::kBuildId);
   if (const char* idle = std::getenv("ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT")) {
     options.idle_timeout = std::chrono::seconds(std::atol(idle));
+  }
+  if (command == "template") {
+    return abx::daemon::RunTemplateCommand(options.socket_path, std::vector<std::string>(argv + 2, argv + argc));
   }
   bool json = false;
   std::string snapshot_name;

@@ -209,5 +209,62 @@ TEST_F(TemplatesTest, ACancelledBuildLeavesNothingAndARebuildNeverFailsACreate) 
   EXPECT_TRUE(GetBool(deleted->result(), "deleted")) << deleted->raw;
 }
 
+// The CLI a person uses: `template build NAME --from … --file LOCAL:PATH --run …` prints
+// the commands' output as it happens and exits with the build's code; `template list`
+// and `template delete` over the same running bridge.
+TEST_F(TemplatesTest, TheBridgeCliBuildsListsAndDeletesATemplate) {
+  EppSession* shim = StartInitializedShim();  // the bridge the CLI talks to
+  ASSERT_NE(shim, nullptr);
+  const std::string local = root_dir() + "/cli-setup.txt";
+  { std::ofstream(local) << "from-the-cli-file\n"; }
+  std::string output;
+  auto status = RunCommand({BridgeBinary(), "template", "build", "e2e-cli", "--from", "base", "--file",
+                            local + ":/srv/cli/setup.txt", "--run", "cat /srv/cli/setup.txt", "--run",
+                            "echo second-step > /srv/cli/second.txt; echo done", "--socket", socket_path()},
+                           ShimEnv(), kBuildTimeout, &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_TRUE(status->exited && status->code == 0) << output;
+  EXPECT_NE(output.find("from-the-cli-file"), std::string::npos) << output;
+  EXPECT_NE(output.find("== run 2/2: echo second-step"), std::string::npos) << output;
+  EXPECT_NE(output.find("template e2e-cli built from base: snapshot "), std::string::npos) << output;
+
+  status = RunCommand({BridgeBinary(), "template", "list", "--socket", socket_path()}, ShimEnv(), Millis(30000),
+                      &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 0) << output;
+  EXPECT_NE(output.find("e2e-cli"), std::string::npos) << output;
+
+  // What another session's create starts.
+  const std::string sandbox = CreateSandbox(shim, R"({"template":"e2e-cli"})");
+  ASSERT_FALSE(sandbox.empty());
+  MessagePtr read = shim->Request("files.read", JsonObject().Str("sandbox_id", sandbox).Str("path", "/srv/cli/second.txt").str());
+  ASSERT_FALSE(read->IsError()) << read->raw;
+  EXPECT_EQ(GetString(read->result(), "data"), "second-step\n");
+
+  // A failing command: its exit code is the CLI's, and the old version stays.
+  status = RunCommand({BridgeBinary(), "template", "build", "e2e-cli", "--run", "echo about to fail; exit 7",
+                       "--socket", socket_path()},
+                      ShimEnv(), kBuildTimeout, &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 7) << output;
+  EXPECT_NE(output.find("about to fail"), std::string::npos) << output;
+  EXPECT_NE(output.find("command 1 (echo about to fail; exit 7) exited with 7"), std::string::npos) << output;
+  EXPECT_FALSE(CreateSandbox(shim, R"({"template":"e2e-cli"})").empty());
+
+  status = RunCommand({BridgeBinary(), "template", "delete", "e2e-cli", "--socket", socket_path()}, ShimEnv(),
+                      Millis(30000), &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 0) << output;
+  EXPECT_NE(output.find("deleted e2e-cli"), std::string::npos) << output;
+  status = RunCommand({BridgeBinary(), "template", "delete", "e2e-cli", "--socket", socket_path()}, ShimEnv(),
+                      Millis(30000), &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 1) << output;
+  status = RunCommand({BridgeBinary(), "template", "build", "--run", "true", "--socket", socket_path()}, ShimEnv(),
+                      Millis(30000), &output);
+  ASSERT_TRUE(status.has_value()) << output;
+  EXPECT_EQ(status->code, 2) << output;
+}
+
 }  // namespace
 }  // namespace abx::e2e

@@ -33,6 +33,7 @@ struct Faults {
   int64_t transfer_ms_per_mib = 0;       // /files/download and /files/upload move a MiB per N ms at most
   bool snapshot_fails = false;           // snapshot captures end Failed
   int64_t snapshot_capture_ms = 0;       // a snapshot stays Creating at least N ms
+  int64_t start_ms = 0;                  // a new sandbox stays Pending N ms (a container's start)
 };
 
 class FaultState {

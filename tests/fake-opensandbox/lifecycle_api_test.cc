@@ -133,6 +133,28 @@ struct Case {
   const char* needle;  // expected inside the answer
 };
 
+TEST(LifecycleTest, AStartDelayKeepsANewSandboxPendingThatLongAndItsExecdUnready) {
+  TestFake fake;
+  ASSERT_EQ(fake.lifecycle->Post("/_fake/faults", R"({"start_ms":400})", "application/json")->status, 200);
+  const auto started = std::chrono::steady_clock::now();
+  const std::string id = fake.CreateSandbox();
+  ASSERT_FALSE(id.empty());
+  auto state = [&] {
+    auto res = fake.lifecycle->Get(("/v1/sandboxes/" + id).c_str());
+    return res ? std::string(ParseJson(res->body)["status"]["state"].GetString()) : "";
+  };
+  EXPECT_EQ(state(), "Pending");
+  EndpointClient execd(fake.ExecdEndpoint(id));
+  auto ping = execd.client->Get(execd.Path("/ping").c_str());
+  ASSERT_TRUE(ping);
+  EXPECT_NE(ping->status, 200);
+  while (state() == "Pending" && std::chrono::steady_clock::now() - started < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(state(), "Running");
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(400));
+}
+
 TEST(LifecycleTest, CreateValidation422And400) {
   FakeConfig config = TestConfig();
   config.max_timeout_s = 3600;

@@ -187,7 +187,9 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   record->stuck_pending = faults.never_running;
   // A pod taken from a Pool was started before the request: no Pending polls.
   record->pending_gets_left = spec.pool_ref ? 0 : config_.pending_polls;
-  bool pending = record->stuck_pending || record->pending_gets_left > 0;
+  // The container's start, in time (fault start_ms); a pooled pod has started already.
+  const int64_t start_ms = spec.pool_ref ? 0 : faults.start_ms;
+  bool pending = record->stuck_pending || record->pending_gets_left > 0 || start_ms > 0;
   record->gate = std::make_shared<SandboxGate>(pending ? SandboxGate::State::kStarting
                                                        : SandboxGate::State::kRunning);
   ExecdServerOptions options;
@@ -218,6 +220,10 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   }
   info.execd_port = record->execd->port();
   SetState(*record, pending ? "Pending" : "Running");
+  if (start_ms > 0 && !record->stuck_pending) {
+    record->transition_to = "Running";
+    record->transition_at = clock_.Now() + std::chrono::milliseconds(start_ms);
+  }
   if (!pending && config_.runtime == Runtime::kDocker) {
     info.message = "Sandbox container started successfully.";
   }
@@ -242,8 +248,10 @@ std::optional<SandboxInfo> SandboxRegistry::Get(const std::string& id, bool coun
   if (it == records_.end()) return std::nullopt;
   Record& record = *it->second;
   if (count_poll && record.info.state == "Pending" && !record.stuck_pending) {
-    // This GET still answers Pending; the sandbox is Running from the N-th poll on.
-    if (--record.pending_gets_left <= 0) {
+    // This GET still answers Pending; the sandbox is Running from the N-th poll on
+    // (or once its start_ms is over, whichever is later).
+    const bool starting = record.transition_at && record.transition_to == "Running";
+    if (--record.pending_gets_left <= 0 && !starting) {
       SandboxInfo before = record.info;
       SetState(record, "Running");
       return before;

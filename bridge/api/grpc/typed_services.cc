@@ -12,6 +12,7 @@ void TypedServices::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(&code_);
   builder->RegisterService(&terminals_);
   builder->RegisterService(&snapshots_);
+  builder->RegisterService(&templates_);
 }
 
 void TypedServices::MarkServing(grpc::Server* server) {
@@ -23,7 +24,8 @@ void TypedServices::MarkServing(grpc::Server* server) {
                            abx::opensandbox::v1::Ports::service_full_name(),
                            abx::opensandbox::v1::Code::service_full_name(),
                            abx::opensandbox::v1::Terminals::service_full_name(),
-                           abx::opensandbox::v1::Snapshots::service_full_name()}) {
+                           abx::opensandbox::v1::Snapshots::service_full_name(),
+                           abx::opensandbox::v1::Templates::service_full_name()}) {
     health->SetServingStatus(name, true);
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The typed front door as one unit for the daemon: the services of
-// proto/{sandboxes,exec,files,ports,code,terminal,snapshots}.proto, registered on the bridge's one gRPC server
+// proto/{sandboxes,exec,files,ports,code,terminal,snapshots,templates}.proto, registered on the bridge's one gRPC server
 // next to Bridge and EppSession, and their health-check entries.
 
 #include <grpcpp/grpcpp.h>
@@ -11,6 +11,7 @@
 #include "bridge/api/grpc/ports_service.h"
 #include "bridge/api/grpc/sandboxes_service.h"
 #include "bridge/api/grpc/snapshots_service.h"
+#include "bridge/api/grpc/templates_service.h"
 #include "bridge/api/grpc/terminal_service.h"
 #include "bridge/api/grpc/typed_call.h"
 
@@ -25,7 +26,8 @@ class TypedServices {
         ports_(deps),
         code_(deps),
         terminals_(deps),
-        snapshots_(deps) {}
+        snapshots_(deps),
+        templates_(deps) {}
 
   // Must outlive the server built from `builder`.
   void RegisterWith(grpc::ServerBuilder* builder);
@@ -41,6 +43,7 @@ class TypedServices {
   CodeService code_;
   TerminalService terminals_;
   SnapshotsService snapshots_;
+  TemplatesService templates_;
 };
 
 }  // namespace abx::api

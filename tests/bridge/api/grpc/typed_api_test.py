@@ -281,9 +281,11 @@ class TypedApiTest(unittest.TestCase):
         from proto import code_pb2, code_pb2_grpc
         from proto import terminal_pb2, terminal_pb2_grpc
         from proto import snapshots_pb2, snapshots_pb2_grpc
+        from proto import templates_pb2, templates_pb2_grpc
         cls.pb = {"bridge": bridge_pb2, "exec": exec_pb2, "files": files_pb2,
                   "ports": ports_pb2, "sandboxes": sandboxes_pb2, "code": code_pb2,
-                  "terminal": terminal_pb2, "snapshots": snapshots_pb2}
+                  "terminal": terminal_pb2, "snapshots": snapshots_pb2, "templates": templates_pb2}
+        cls.templates = templates_pb2_grpc.TemplatesStub(ENV.channel)
         cls.snapshots = snapshots_pb2_grpc.SnapshotsStub(ENV.channel)
         cls.terminals = terminal_pb2_grpc.TerminalsStub(ENV.channel)
         cls.code = code_pb2_grpc.CodeStub(ENV.channel)
@@ -322,7 +324,7 @@ class TypedApiTest(unittest.TestCase):
         stub = health_pb2_grpc.HealthStub(ENV.channel)
         for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
                         SERVICES + "Ports", SERVICES + "Code", SERVICES + "Terminals",
-                        SERVICES + "Snapshots"):
+                        SERVICES + "Snapshots", SERVICES + "Templates"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
             self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
 
@@ -338,7 +340,7 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(len(replies), 2)
         names = {s.name for s in replies[0].list_services_response.service}
         for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code", "Terminals",
-                         "Snapshots"):
+                         "Snapshots", "Templates"):
             self.assertIn(SERVICES + expected, names)
         self.assertIn("grpc.health.v1.Health", names)
 
@@ -692,6 +694,54 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, caught.exception)
         self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
         self.assertNotIn(secret, ENV.bridge.log_text())
+
+    # -- templates --------------------------------------------------------------------------
+
+    def test_template_built_with_streamed_output_listed_used_and_deleted(self):
+        tp = self.pb["templates"]
+        request = tp.BuildTemplateRequest(
+            config=ENV.config(), name="typed-tools", **{"from": "base"},
+            files=[tp.TemplateFile(path="/srv/typed/setup.sh", content=b"echo from-typed-file\n", mode="0755")],
+            run=["/srv/typed/setup.sh", "echo second > /srv/typed/second.txt"])
+        events = list(self.templates.Build(request, timeout=120))
+        kinds = [e.WhichOneof("event") for e in events]
+        self.assertEqual(kinds[-1], "built", kinds)
+        phases = [(e.phase.phase, e.phase.step) for e in events if e.WhichOneof("event") == "phase"]
+        self.assertEqual(phases, [("create", -1), ("upload", -1), ("run", 0), ("run", 1), ("snapshot", -1)])
+        output = b"".join(e.output.data for e in events if e.WhichOneof("event") == "output")
+        self.assertIn(b"from-typed-file", output)
+        built = events[-1].built
+        self.assertEqual(built.name, "typed-tools")
+        self.assertTrue(built.snapshot_id)
+        listed = self.templates.List(tp.ListTemplatesRequest(config=ENV.config()), timeout=20)
+        self.assertIn("typed-tools", [t.name for t in listed.templates])
+
+        sandbox = self.create_sandbox(template="typed-tools")
+        fs = self.pb["files"]
+        read = self.files.Read(fs.ReadFileRequest(config=ENV.config(), sandbox_id=sandbox.id,
+                                                  path="/srv/typed/second.txt"), timeout=20)
+        self.assertEqual(read.data, b"second\n")
+
+        # A failing command: the stream's last event names it, then UNKNOWN (E8010).
+        failing = tp.BuildTemplateRequest(config=ENV.config(), name="typed-tools", run=["echo oh no; exit 3"])
+        seen = []
+        with self.assertRaises(grpc.RpcError) as caught:
+            for event in self.templates.Build(failing, timeout=120):
+                seen.append(event)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.UNKNOWN, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8010")
+        self.assertEqual(seen[-1].WhichOneof("event"), "failed")
+        self.assertEqual((seen[-1].failed.step, seen[-1].failed.exit_code), (0, 3))
+        self.assertIn(b"oh no", seen[-1].failed.output_tail)
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(self.templates.Build(tp.BuildTemplateRequest(config=ENV.config(), name="Bad Name", run=["true"]),
+                                      timeout=20))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+        deleted = self.templates.Delete(tp.DeleteTemplateRequest(config=ENV.config(), name="typed-tools"), timeout=20)
+        self.assertTrue(deleted.deleted)
+        again = self.templates.Delete(tp.DeleteTemplateRequest(config=ENV.config(), name="typed-tools"), timeout=20)
+        self.assertFalse(again.deleted)
 
     # -- snapshots and metadata -------------------------------------------------------------
 

@@ -48,6 +48,8 @@ inline constexpr Field kFields[] = {
     {"execd_access_token",  "",                            nullptr,                          true,  false},
     {"snapshot_timeout",    "600",                         nullptr,                          false, false},
     {"pool_ref",            "",                            nullptr,                          false, true},
+    {"pool",                "",                            nullptr,                          false, false},
+    {"pool_ttl",            "1800",                        nullptr,                          false, false},
 };
 // clang-format on
 

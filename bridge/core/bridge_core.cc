@@ -4,13 +4,15 @@
 #include <tuple>
 
 namespace abx::core {
-Result<std::unique_ptr<BridgeCore>> BridgeCore::Create() {
+Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string build_id) {
   ABX_ASSIGN_OR_RETURN(auto http, opensandbox::HttpCaller::Create());
-  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http)));
+  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http), std::move(build_id)));
 }
 
-BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http)
-    : http_(std::move(http)), background_(kMaxBackgroundThreads) {}
+BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string build_id)
+    : http_(std::move(http)),
+      pool_(std::make_unique<WarmPool>(this, std::move(build_id))),
+      background_(kMaxBackgroundThreads) {}
 
 BridgeCore::~BridgeCore() = default;
 
@@ -51,6 +53,12 @@ BridgeCore::Counters BridgeCore::counters() const {
     c.cached_sandboxes += static_cast<int64_t>(upstream->cached_sandboxes());
   }
   return c;
+}
+
+std::string BridgeCore::CredentialLabel(const std::string& scope) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto label = scope_labels_.find(scope);
+  return label == scope_labels_.end() ? "" : label->second;
 }
 
 std::vector<BridgeCore::CachedSandbox> BridgeCore::CachedSandboxes() const {

@@ -16,17 +16,21 @@
 #include "bridge/core/background_tasks.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/warm_pool.h"
 #include "bridge/opensandbox/http_caller.h"
 
 namespace abx::core {
 
 class BridgeCore {
  public:
-  static Result<std::unique_ptr<BridgeCore>> Create();
+  // `build_id` keys the warm pool's sandboxes, so two builds never take each other's.
+  static Result<std::unique_ptr<BridgeCore>> Create(std::string build_id = "");
   ~BridgeCore();
 
   // The state for the config's server and credential; created on first use, shared after.
   std::shared_ptr<EndpointCache> EndpointCacheFor(const ProviderConfig& config);
+  // The daemon's warm pool (warm_pool.h).
+  WarmPool& pool() { return *pool_; }
   opensandbox::HttpCaller& http() { return *http_; }
 
   struct Counters {
@@ -51,6 +55,8 @@ class BridgeCore {
     std::vector<EndpointCache::CachedEndpoint> endpoints;
   };
   std::vector<CachedSandbox> CachedSandboxes() const;
+  // "credential N" for a CredentialScope() seen before, else "".
+  std::string CredentialLabel(const std::string& scope) const;
 
   // Runs `task` on one of at most kMaxBackgroundThreads threads (queued when all are
   // busy), for work that may outlive the request that started it (a cancel's interrupt
@@ -81,7 +87,7 @@ class BridgeCore {
   };
 
  private:
-  explicit BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http);
+  BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string build_id);
   std::unique_ptr<opensandbox::HttpCaller> http_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<EndpointCache>> upstreams_;  // by CredentialScope()
@@ -93,6 +99,8 @@ class BridgeCore {
   std::atomic<int64_t> early_writes_used_{0};
   std::atomic<int64_t> early_writes_dropped_{0};
   std::atomic<int64_t> streams_active_{0};
+  // Before background_: its tasks use the pool, so it goes after them.
+  std::unique_ptr<WarmPool> pool_;
   // Last: destroyed first, waiting for its tasks while everything they use still exists.
   BackgroundTasks background_;
 };

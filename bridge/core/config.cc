@@ -128,6 +128,53 @@ Result<double> ParseSeconds(const std::string& field, const std::string& text) {
   return v;
 }
 
+Result<std::map<std::string, int>> ParsePool(const std::string& field, const std::string& text) {
+  constexpr int kMaxCount = 16;
+  const std::string t = Trim(text);
+  std::map<std::string, int> out;
+  auto add = [&](const std::string& name, long long count) -> Status {
+    if (name.empty() || name.find_first_of(" \t=,") != std::string::npos) {
+      return InvalidParams(field, field + " names templates without blanks, '=' or ','");
+    }
+    if (count < 0 || count > kMaxCount) {
+      return InvalidParams(field, field + " counts are 0 to " + std::to_string(kMaxCount) + " (\"" + name + "\")");
+    }
+    if (!out.emplace(name, static_cast<int>(count)).second) {
+      return InvalidParams(field, field + " names \"" + name + "\" twice");
+    }
+    return OkStatus();
+  };
+  if (t.empty()) return out;
+  if (t.front() == '{') {
+    rapidjson::Document doc;
+    doc.Parse<json::kParseFlags>(t.c_str(), t.size());
+    if (doc.HasParseError() || !doc.IsObject()) {
+      return InvalidParams(field, field + " is neither template=count,… nor a JSON object");
+    }
+    for (auto& m : doc.GetObject()) {
+      if (!m.value.IsInt64()) return InvalidParams(field, field + " maps each template to a count");
+      if (Status s = add(m.name.GetString(), m.value.GetInt64()); !s.ok()) return s.error();
+    }
+    return out;
+  }
+  size_t begin = 0;
+  while (begin <= t.size()) {
+    size_t comma = t.find(',', begin);
+    if (comma == std::string::npos) comma = t.size();
+    const std::string entry = Trim(t.substr(begin, comma - begin));
+    begin = comma + 1;
+    const size_t eq = entry.find('=');
+    const std::string count_text = eq == std::string::npos ? "" : Trim(entry.substr(eq + 1));
+    char* end = nullptr;
+    const long long count = std::strtoll(count_text.c_str(), &end, 10);
+    if (eq == std::string::npos || count_text.empty() || *end != '\0') {
+      return InvalidParams(field, field + " entry \"" + entry + "\" is not template=count");
+    }
+    if (Status s = add(Trim(entry.substr(0, eq)), count); !s.ok()) return s.error();
+  }
+  return out;
+}
+
 Result<std::map<std::string, std::string>> ParseImageAliases(const std::string& field,
                                                              const std::string& text) {
   const std::string t = Trim(text);
@@ -253,6 +300,18 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
       config.default_timeout_s = static_cast<int>(v);
     } else if (name == "pool_ref") {
       config.pool_ref = Trim(value);
+    } else if (name == "pool") {
+      auto pool = ParsePool(name, value);
+      if (!pool.ok()) return pool.error();
+      config.pool = std::move(pool).value();
+    } else if (name == "pool_ttl") {
+      const std::string t = Trim(value);
+      char* end = nullptr;
+      const long v = std::strtol(t.c_str(), &end, 10);
+      if (t.empty() || end != t.c_str() + t.size() || v < 60 || v > 86400) {
+        return InvalidParams(name, "pool_ttl must be 60 to 86400 seconds");
+      }
+      config.pool_ttl_s = static_cast<int>(v);
     } else if (name == "registry_username") {
       config.registry_username = value;
     } else if (name == "registry_password") {
@@ -343,6 +402,18 @@ std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
       value = secret(config.execd_access_token);
     } else if (name == "pool_ref") {
       value = string_or_null(config.pool_ref);
+    } else if (name == "pool") {
+      if (config.pool.empty()) {
+        value = "null";
+      } else {
+        value = "{";
+        for (const auto& [name_, count] : config.pool) {
+          value += (value.size() > 1 ? "," : "") + json::Quote(name_) + ":" + std::to_string(count);
+        }
+        value += "}";
+      }
+    } else if (name == "pool_ttl") {
+      value = std::to_string(config.pool_ttl_s);
     } else {
       value = f.secret ? secret(text(f)) : string_or_null(text(f));  // a field added later
     }

@@ -37,6 +37,10 @@ struct ProviderConfig {
   // The server's own pool (extensions.poolRef, Kubernetes) a create of the default
   // template comes from; empty: none.
   std::string pool_ref;
+  // The daemon's warm pool (warm_pool.h): sandboxes kept Running per template name, and
+  // the server timeout each has while it waits (renewed while the daemon runs).
+  std::map<std::string, int> pool;
+  int pool_ttl_s = 1800;
 
   // Identifies the server and the credential: state obtained with one key is never
   // served to a session holding another. In memory only; holds the key itself.
@@ -65,6 +69,10 @@ Result<std::map<std::string, std::string>> ParseImageAliases(const std::string& 
                                                              const std::string& text);
 // A command line split by POSIX quoting (bridge/core/shell_words.h), or a JSON array of
 // strings. Never empty.
+// `pool`: "template=count,…" (count 0–16; blanks around entries ignored) or a JSON object
+// of counts. A repeated template, a count out of range or a malformed entry is -32602.
+Result<std::map<std::string, int>> ParsePool(const std::string& field, const std::string& text);
+
 Result<std::vector<std::string>> ParseEntrypoint(const std::string& field, const std::string& text);
 
 }  // namespace abx::core

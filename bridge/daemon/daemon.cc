@@ -130,7 +130,7 @@ int Serve(const ServeOptions& options) {
       UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
   if (!descriptor_listener) log::Error("bridge.descriptor_socket", {{"error", error}});
 
-  auto core = core::BridgeCore::Create();
+  auto core = core::BridgeCore::Create(kBuildId);
   if (!core.ok()) {
     log::Error("bridge.core", {{"error", core.error().message}});
     return 1;
@@ -211,6 +211,9 @@ int Serve(const ServeOptions& options) {
   const bool idle = state.WaitForExit(options.idle_timeout);
   log::Info("bridge.exiting", {{"reason", idle ? "idle" : "drain"}});
   state.StartDraining();
+  // An orderly stop takes the warm pool with it at once (docs/epp1.md §3, "sandbox.pool");
+  // the sessions still draining create as without one.
+  state.core().pool().Shutdown();
   if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
   listener->Close();  // new connections are refused; open sessions go on
   acceptor.join();

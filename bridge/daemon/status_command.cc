@@ -38,7 +38,29 @@ std::string StatusJson(const std::string& socket, const pb::StatsReply& reply) {
   out += std::string(",\"draining\":") + (reply.draining() ? "true" : "false");
   number("early_writes_used", reply.early_writes_used());
   number("early_writes_dropped", reply.early_writes_dropped());
-  return out + "}";
+  // The warm pools, a failing refill's error with them.
+  out += ",\"pools\":[";
+  for (int i = 0; i < reply.pools_size(); ++i) {
+    const pb::PoolState& p = reply.pools(i);
+    out += i ? ",{\"template\":" : "{\"template\":";
+    json::AppendQuoted(&out, p.template_());
+    out += ",\"server\":";
+    json::AppendQuoted(&out, p.server());
+    out += ",\"credential\":";
+    json::AppendQuoted(&out, p.credential());
+    number("target", p.target());
+    number("ready", p.ready());
+    number("creating", p.creating());
+    number("taken", p.taken());
+    out += ",\"last_error\":";
+    if (p.last_error().empty()) {
+      out += "null";
+    } else {
+      json::AppendQuoted(&out, p.last_error());
+    }
+    out += "}";
+  }
+  return out + "]}";
 }
 
 int PrintStatus(const std::string& socket) {

@@ -8,7 +8,7 @@ E2E_BINARIES = [
 
 # Suites that load the machine hard (sixteen kernels at once) reserve both cores, so two
 # of them never run side by side (Bazel's cpu:N test tag).
-HEAVY_SUITES = ["code_test"]
+HEAVY_SUITES = ["code_test", "pool_test"]
 
 def e2e_test(name, src, env = {}):
     native.cc_test(

@@ -83,6 +83,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.snapshot_capture_ms = static_cast<int64_t>(value);
     } else if (key == "start_ms") {
       next.start_ms = static_cast<int64_t>(value);
+    } else if (key == "refuse_creates") {
+      next.refuse_creates = value != 0;
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
@@ -141,6 +143,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.snapshot_capture_ms);
   w.Key("start_ms");
   w.Int64(f.start_ms);
+  w.Key("refuse_creates");
+  w.Bool(f.refuse_creates);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");

@@ -34,6 +34,7 @@ struct Faults {
   bool snapshot_fails = false;           // snapshot captures end Failed
   int64_t snapshot_capture_ms = 0;       // a snapshot stays Creating at least N ms
   int64_t start_ms = 0;                  // a new sandbox stays Pending N ms (a container's start)
+  bool refuse_creates = false;           // POST /sandboxes fails as a runtime out of quota does
 };
 
 class FaultState {

@@ -63,6 +63,10 @@ void HandleCreate(const httplib::Request& req, httplib::Response& res, Lifecycle
   if (auto refused = CheckVolumes(spec.volumes, ctx->config.allowed_host_paths)) {
     return SendCodeMessage(res, refused->status, refused->code, refused->message);
   }
+  if (ctx->faults->Get().refuse_creates) {
+    return SendCodeMessage(res, 500, RuntimeNamespace(*ctx) + "SANDBOX_START_FAILED",
+                           "Failed to start sandbox: quota exceeded (fault refuse_creates)");
+  }
   SandboxInfo created;
   std::string error;
   std::optional<VolumeRefusal> refused;

@@ -35,6 +35,18 @@ struct Check {
 
 }  // namespace
 
+// provider.info's "pool": {"<template>":{"target","ready","creating","taken","last_error"}}.
+std::string PoolJson(const std::map<std::string, core::PoolState>& states) {
+  std::string out = "{";
+  for (const auto& [name, s] : states) {
+    if (out.size() > 1) out += ",";
+    out += Quote(name) + ":{\"target\":" + std::to_string(s.target) + ",\"ready\":" + std::to_string(s.ready) +
+           ",\"creating\":" + std::to_string(s.creating) + ",\"taken\":" + std::to_string(s.taken) +
+           ",\"last_error\":" + (s.last_error.empty() ? std::string("null") : Quote(s.last_error)) + "}";
+  }
+  return out + "}";
+}
+
 Result<std::string> ProviderInfo(Request& req) {
   Session& s = req.session();
   const core::BridgeCore::Counters c = s.core().counters();
@@ -54,7 +66,8 @@ Result<std::string> ProviderInfo(Request& req) {
          ",\"upstream_requests\":" + std::to_string(c.upstream_requests) +
          ",\"upstream_connections\":" + std::to_string(c.upstream_connections) +
          ",\"cached_sandboxes\":" + std::to_string(c.cached_sandboxes) +
-         ",\"streams_active\":" + std::to_string(c.streams_active) + "}}";
+         ",\"streams_active\":" + std::to_string(c.streams_active) + "}";
+  out += ",\"pool\":" + PoolJson(s.core().pool().States(s.config())) + "}";
   return out;
 }
 
@@ -103,6 +116,21 @@ Result<std::string> ProviderDoctor(Request& req) {
                       !legacy.ok() ? legacy.error().message
                       : *legacy    ? "sandbox " + probe + ": legacy execd (v1.0.16 or older): blank output lines are dropped"
                                    : "sandbox " + probe + ": execd v1.0.17 or newer: blank lines kept"});
+  }
+  if (!s.config().pool.empty()) {
+    // The warm pool: a refill that keeps failing (quota, image pull) shows here.
+    bool refills_ok = true;
+    std::string detail;
+    for (const auto& [name, state] : s.core().pool().States(s.config())) {
+      if (!detail.empty()) detail += "; ";
+      detail += name + ": " + std::to_string(state.ready) + " of " + std::to_string(state.target) + " ready";
+      if (state.creating) detail += ", " + std::to_string(state.creating) + " starting";
+      if (!state.last_error.empty()) {
+        refills_ok = false;
+        detail += ", refills failing: " + state.last_error;
+      }
+    }
+    checks.push_back({"pool", refills_ok, detail.empty() ? "configured, not started yet" : detail});
   }
 
   bool all_ok = true;

@@ -32,7 +32,8 @@ std::string SandboxJson(const core::Sandbox& s) {
 // configuration with the same validation. Two act per name or per call instead:
 // image_aliases adds to the session's aliases, and entrypoint is the call's own (so,
 // unlike the configured one, it applies to a code-interpreter image too).
-Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spec) {
+Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spec, bool* only_ready_timeout) {
+  *only_ready_timeout = true;
   const rapidjson::Value* options = Params(req.params()).Raw("provider_options");
   if (!options) return req.session().config();
   if (!options->IsObject()) {
@@ -46,6 +47,7 @@ Result<core::ProviderConfig> EffectiveConfig(Request& req, core::CreateSpec* spe
   std::map<std::string, std::string> aliases;
   for (auto& m : options->GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (key != "ready_timeout") *only_ready_timeout = false;
     if (key == "snapshot_id") {  // a restore (sandbox.snapshot extension), not a configuration field
       if (!m.value.IsString() || m.value.GetStringLength() == 0) {
         return InvalidParams("provider_options.snapshot_id", "provider_options.snapshot_id must be a snapshot id");
@@ -101,7 +103,8 @@ Result<std::string> SandboxCreate(Request& req) {
     if (entrypoint->empty()) return InvalidParams("entrypoint", "entrypoint must not be empty");
     spec.entrypoint = *entrypoint;
   }
-  ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req, &spec));
+  bool only_ready_timeout = true;
+  ABX_ASSIGN_OR_RETURN(core::ProviderConfig config, EffectiveConfig(req, &spec, &only_ready_timeout));
   ABX_ASSIGN_OR_RETURN(auto template_name, p.String("template"));
   if (template_name && !spec.snapshot_id.empty()) {
     return InvalidParams("template", "template and provider_options.snapshot_id are two sources: give one");
@@ -141,6 +144,15 @@ Result<std::string> SandboxCreate(Request& req) {
     return InvalidParams("provider_options.volumes",
                          "provider_options.volumes cannot be mounted into a sandbox from a pool (pool_ref): its "
                          "pods were made before the request");
+  }
+  // The daemon's warm pool first (docs/epp1.md §3, "sandbox.pool"): a matching call
+  // takes a sandbox that is Running already; without one it creates as usual.
+  if (core::CreateMayTakePooled(spec, config, only_ready_timeout)) {
+    if (auto pooled = req.session().core().pool().Take(config, spec, &req.cancel())) {
+      std::string json = SandboxJson(*pooled);
+      json.insert(json.size() - 1, ",\"pooled\":true");
+      return json;
+    }
   }
   const std::string id_json = req.id_json();
   auto sandbox = sandboxes.Create(spec, &req.cancel(), [&](const std::string& state,

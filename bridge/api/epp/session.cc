@@ -221,6 +221,8 @@ Status Session::Initialize(const rapidjson::Value* params, std::string* result_j
   if (!config.ok()) return config.error().Within("configuration");
   config_ = std::move(config).value();
   upstream_ = core_->EndpointCacheFor(config_);
+  // The session's `pool` is the daemon's from now on, for its server and credential.
+  core_->pool().Configure(config_);
   initialized_ = true;
   *result_json = InitializeResult();
   return OkStatus();

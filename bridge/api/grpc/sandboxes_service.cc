@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/api/grpc/pool_state_proto.h"
 #include "bridge/base/time_util.h"
 #include "bridge/core/metrics.h"
 #include "bridge/core/sandboxes.h"
@@ -120,6 +121,14 @@ grpc::ServerUnaryReactor* SandboxesService::Create(grpc::CallbackServerContext* 
   return Serve(
       deps_, context, "Sandboxes.Create", request->config(), [=](TypedCall& call) -> Status {
         ABX_ASSIGN_OR_RETURN(core::CreateSpec spec, ReadCreateSpec(*request));
+        // The daemon's warm pool first, as sandbox.create (docs/epp1.md §3).
+        if (core::CreateMayTakePooled(spec, call.config(), /*only_ready_timeout_options=*/true)) {
+          if (auto pooled = call.core()->pool().Take(call.config(), spec, call.cancel())) {
+            ToProto(*pooled, reply);
+            reply->set_pooled(true);
+            return OkStatus();
+          }
+        }
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         // Killed by Create itself on failure, timeout or cancellation.
         ABX_ASSIGN_OR_RETURN(core::Sandbox sandbox, sandboxes.Create(spec, call.cancel(), {}));
@@ -266,6 +275,18 @@ grpc::ServerUnaryReactor* SandboxesService::SetMetadata(grpc::CallbackServerCont
         ToProto(sandbox, reply);
         return OkStatus();
       });
+}
+
+grpc::ServerUnaryReactor* SandboxesService::PoolStatus(grpc::CallbackServerContext* context,
+                                                       const pb::PoolStatusRequest* request,
+                                                       pb::PoolStatusReply* reply) {
+  return Serve(deps_, context, "Sandboxes.PoolStatus", request->config(), [=](TypedCall& call) -> Status {
+    const std::string scope = call.config().CredentialScope();
+    for (const auto& pool : call.core()->pool().AllStates()) {
+      if (pool.scope == scope) ToProto(*call.core(), pool, reply->add_pools());
+    }
+    return OkStatus();
+  });
 }
 
 }  // namespace abx::api

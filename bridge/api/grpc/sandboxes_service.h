@@ -38,6 +38,9 @@ class SandboxesService final : public abx::opensandbox::v1::Sandboxes::CallbackS
   grpc::ServerUnaryReactor* GetMetrics(grpc::CallbackServerContext* context,
                                        const abx::opensandbox::v1::GetSandboxMetricsRequest* request,
                                        abx::opensandbox::v1::SandboxMetrics* reply) override;
+  grpc::ServerUnaryReactor* PoolStatus(grpc::CallbackServerContext* context,
+                                       const abx::opensandbox::v1::PoolStatusRequest* request,
+                                       abx::opensandbox::v1::PoolStatusReply* reply) override;
   grpc::ServerUnaryReactor* SetMetadata(grpc::CallbackServerContext* context,
                                         const abx::opensandbox::v1::SetSandboxMetadataRequest* request,
                                         abx::opensandbox::v1::Sandbox* reply) override;

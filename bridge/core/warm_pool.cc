@@ -1,0 +1,409 @@
+#include "bridge/core/warm_pool.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bridge/base/log.h"
+#include "bridge/core/bridge_core.h"
+
+namespace abx::core {
+namespace {
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(1000);
+constexpr auto kLongestBackoff = std::chrono::milliseconds(60000);
+// A pooled sandbox is renewed three times per pool_ttl, so a renewal that fails once
+// still leaves two chances before it expires.
+constexpr int kRenewalsPerTtl = 3;
+constexpr int64_t kTakePingMs = 2000;
+
+uint64_t Fnv1a(uint64_t hash, const std::string& text) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  hash ^= 0xff;  // a separator no text holds, so ("ab","c") and ("a","bc") differ
+  return hash * 1099511628211ULL;
+}
+
+std::string ImageOf(const ProviderConfig& config, const std::string& template_name) {
+  auto alias = config.image_aliases.find(template_name);
+  if (alias != config.image_aliases.end()) return alias->second;
+  if (template_name.empty() || template_name == "base") return config.default_image;
+  return template_name;  // an image, or a template (then its name stands for its newest version)
+}
+
+}  // namespace
+
+std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const std::string& part :
+       {build_id, config.lifecycle_url, config.api_key, ImageOf(config, template_name), config.platform_os,
+        config.platform_arch, config.network_policy_json, config.registry_username, config.pool_ref,
+        std::string(config.secure_access ? "secure" : "plain")}) {
+    hash = Fnv1a(hash, part);
+  }
+  for (const std::string& word : config.entrypoint) hash = Fnv1a(hash, word);
+  char key[20];
+  std::snprintf(key, sizeof key, "p%016llx", static_cast<unsigned long long>(hash));
+  return key;
+}
+
+bool CreateMayTakePooled(const CreateSpec& spec, const ProviderConfig& config, bool only_ready_timeout_options) {
+  const bool expires = spec.timeout_s ? *spec.timeout_s > 0 : config.default_timeout_s > 0;
+  return only_ready_timeout_options && expires && spec.env.empty() && spec.entrypoint.empty() && spec.cpu.empty() &&
+         spec.memory.empty() && !spec.secure && spec.volumes.empty() && spec.snapshot_id.empty() &&
+         spec.pool_ref.empty();
+}
+
+struct WarmPool::Entry {
+  std::string template_name;
+  std::string key;
+  ProviderConfig config;  // the session's that configured it: creates and renewals use it
+  std::shared_ptr<EndpointCache> upstream;
+  // Under WarmPool::mu_.
+  int target = 0;
+  std::deque<std::string> ready;
+  int creating = 0;
+  int64_t taken = 0;
+  std::string last_error;
+  std::chrono::milliseconds backoff{0};
+  bool backing_off = false;  // a retry is scheduled
+  bool adopting = true;      // the server's sandboxes of this key are being looked for
+  bool renewing = false;     // the renewal timer runs
+  bool retired = false;      // no longer configured: its sandboxes are killed
+};
+
+struct WarmPool::Scope {
+  std::map<std::string, std::shared_ptr<Entry>> entries;  // by template name
+};
+
+WarmPool::WarmPool(BridgeCore* core, std::string build_id) : core_(core), build_id_(std::move(build_id)) {}
+
+WarmPool::~WarmPool() = default;
+
+void WarmPool::Configure(const ProviderConfig& config) {
+  std::vector<std::shared_ptr<Entry>> started, retired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    Scope& scope = scopes_[config.CredentialScope()];
+    for (auto it = scope.entries.begin(); it != scope.entries.end();) {
+      auto wanted = config.pool.find(it->first);
+      const bool same = wanted != config.pool.end() && wanted->second > 0 &&
+                        PoolKey(build_id_, config, it->first) == it->second->key;
+      if (same) {
+        it->second->target = wanted->second;
+        it->second->config.pool_ttl_s = config.pool_ttl_s;
+        ++it;
+        continue;
+      }
+      it->second->retired = true;
+      retired.push_back(it->second);
+      it = scope.entries.erase(it);
+    }
+    for (const auto& [name, count] : config.pool) {
+      if (count <= 0 || scope.entries.count(name)) continue;
+      auto entry = std::make_shared<Entry>();
+      entry->template_name = name;
+      entry->key = PoolKey(build_id_, config, name);
+      entry->config = config;
+      entry->upstream = core_->EndpointCacheFor(config);
+      entry->target = count;
+      scope.entries[name] = entry;
+      started.push_back(entry);
+      log::Info("pool.configured", {{"template", name}, {"count", std::to_string(count)}, {"key", entry->key}});
+    }
+  }
+  for (auto& entry : retired) {
+    std::deque<std::string> ids;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ids.swap(entry->ready);
+    }
+    log::Info("pool.retired", {{"template", entry->template_name}, {"killed", std::to_string(ids.size())}});
+    core_->RunInBackground([this, entry, ids] {
+      for (const std::string& id : ids) KillQuietly(entry, id);
+    });
+  }
+  for (auto& entry : started) core_->RunInBackground([this, entry] { Adopt(entry); });
+  // A count raised on an entry that exists: its missing sandboxes start now.
+  std::vector<std::shared_ptr<Entry>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, entry] : scopes_[config.CredentialScope()].entries) all.push_back(entry);
+  }
+  for (auto& entry : all) Fill(entry);
+}
+
+void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
+  ProviderConfig config;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    config = entry->config;
+  }
+  // The Running sandboxes of this key a daemon before this one left: up to the target
+  // are kept (and renewed at once), the rest killed.
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  CancelToken never;
+  std::vector<std::string> found;
+  std::string cursor;
+  do {
+    auto page = sandboxes.List({"Running"}, {{kPoolLabel, entry->key}}, 200, cursor, &never);
+    if (!page.ok()) {
+      log::Warn("pool.adopt_failed", {{"template", entry->template_name}, {"error", page.error().message}});
+      break;
+    }
+    for (const Sandbox& s : page->sandboxes) found.push_back(s.record.id);
+    cursor = page->next_cursor.value_or("");
+  } while (!cursor.empty());
+  std::vector<std::string> surplus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& id : found) {
+      if (!stopped_ && !entry->retired && static_cast<int>(entry->ready.size()) < entry->target) {
+        entry->ready.push_back(id);
+      } else {
+        surplus.push_back(id);
+      }
+    }
+    entry->adopting = false;
+  }
+  if (!found.empty()) {
+    log::Info("pool.adopted", {{"template", entry->template_name},
+                               {"adopted", std::to_string(found.size() - surplus.size())},
+                               {"killed", std::to_string(surplus.size())}});
+  }
+  for (const std::string& id : surplus) KillQuietly(entry, id);
+  Renew(entry);  // adopted ones get a full pool_ttl now; the timer starts
+  Fill(entry);
+}
+
+void WarmPool::Fill(const std::shared_ptr<Entry>& entry) {
+  int starts = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || entry->retired || entry->adopting || entry->backing_off) return;
+    starts = entry->target - static_cast<int>(entry->ready.size()) - entry->creating;
+    if (starts <= 0) return;
+    entry->creating += starts;
+  }
+  for (int i = 0; i < starts; ++i) core_->RunInBackground([this, entry] { Refill(entry); });
+}
+
+void WarmPool::Refill(std::shared_ptr<Entry> entry) {
+  ProviderConfig config;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || entry->retired) {
+      --entry->creating;
+      return;
+    }
+    config = entry->config;
+  }
+  // Made as `sandbox.create {template}` would make it, labelled and with pool_ttl.
+  CreateSpec spec;
+  spec.template_name = entry->template_name;
+  spec.timeout_s = config.pool_ttl_s;
+  spec.metadata = {{kPoolLabel, entry->key}};
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  auto made = sandboxes.Create(spec, &stopping_, {});
+  bool kill = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --entry->creating;
+    if (made.ok()) {
+      kill = stopped_ || entry->retired;
+      if (!kill) {
+        entry->ready.push_back(made->record.id);
+        entry->last_error.clear();
+        entry->backoff = std::chrono::milliseconds(0);
+      }
+    } else {
+      entry->last_error = made.error().message;
+      entry->backoff = std::clamp(entry->backoff * 2, std::chrono::milliseconds(kFirstBackoff),
+                                  std::chrono::milliseconds(kLongestBackoff));
+      if (!entry->backing_off && !stopped_ && !entry->retired) {
+        entry->backing_off = true;
+        core_->RunInBackgroundAt(std::chrono::steady_clock::now() + entry->backoff, [this, entry] {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            entry->backing_off = false;
+          }
+          Fill(entry);
+        });
+      }
+    }
+  }
+  if (!made.ok()) {
+    log::Warn("pool.refill_failed", {{"template", entry->template_name}, {"error", made.error().message}});
+    return;
+  }
+  if (kill) KillQuietly(entry, made->record.id);
+}
+
+void WarmPool::ScheduleRenewal(const std::shared_ptr<Entry>& entry) {
+  std::chrono::milliseconds period;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || entry->retired || entry->renewing) return;
+    entry->renewing = true;
+    period = std::chrono::milliseconds(entry->config.pool_ttl_s * 1000LL / kRenewalsPerTtl);
+  }
+  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + period, [this, entry] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entry->renewing = false;
+    }
+    Renew(entry);
+  });
+}
+
+void WarmPool::Renew(std::shared_ptr<Entry> entry) {
+  ProviderConfig config;
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || entry->retired) return;
+    config = entry->config;
+    ids.assign(entry->ready.begin(), entry->ready.end());
+  }
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  CancelToken never;
+  bool lost = false;
+  for (const std::string& id : ids) {
+    auto renewed = sandboxes.SetTimeout(id, config.pool_ttl_s, &never);
+    if (renewed.ok() || renewed.error().code != ErrorCode::kNotFound) continue;
+    // The server ended it (expired, killed by hand): no longer in the pool.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& ready = entry->ready;
+    ready.erase(std::remove(ready.begin(), ready.end(), id), ready.end());
+    lost = true;
+  }
+  if (lost) Fill(entry);
+  ScheduleRenewal(entry);
+}
+
+void WarmPool::KillQuietly(const std::shared_ptr<Entry>& entry, const std::string& id) {
+  ProviderConfig config;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    config = entry->config;
+  }
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  CancelToken never;
+  auto killed = sandboxes.Kill(id, &never);
+  if (!killed.ok()) log::Warn("pool.kill_failed", {{"sandbox_id", id}, {"error", killed.error().message}});
+}
+
+std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const CreateSpec& spec, CancelToken* cancel) {
+  const std::string name = spec.template_name.empty() ? "base" : spec.template_name;
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto scope = scopes_.find(config.CredentialScope());
+    if (scope == scopes_.end()) return std::nullopt;
+    auto found = scope->second.entries.find(name);
+    if (found == scope->second.entries.end()) return std::nullopt;
+    entry = found->second;
+  }
+  // The call's own settings must make the same sandbox as the pool's.
+  if (PoolKey(build_id_, config, name) != entry->key) return std::nullopt;
+  while (!cancel->cancelled()) {
+    std::string id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_ || entry->ready.empty()) return std::nullopt;
+      id = entry->ready.front();
+      entry->ready.pop_front();
+      ++entry->taken;
+    }
+    Fill(entry);  // its replacement starts at once
+    if (auto taken = TryTake(entry, id, spec, config, cancel)) return taken;
+  }
+  return std::nullopt;
+}
+
+std::optional<Sandbox> WarmPool::TryTake(const std::shared_ptr<Entry>& entry, const std::string& id,
+                                         const CreateSpec& spec, const ProviderConfig& config, CancelToken* cancel) {
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  auto fail = [&](const std::string& why) -> std::optional<Sandbox> {
+    log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", why}});
+    KillQuietly(entry, id);
+    return std::nullopt;
+  };
+  // Its metadata becomes exactly the call's: the pool's label goes.
+  Sandboxes::MetadataPatch patch;
+  bool label_given = false;
+  for (const auto& [key, value] : spec.metadata) {
+    patch.emplace_back(key, value);
+    label_given = label_given || key == kPoolLabel;
+  }
+  if (!label_given) patch.emplace_back(kPoolLabel, std::nullopt);
+  auto patched = sandboxes.SetMetadata(id, patch, cancel);
+  if (!patched.ok()) return fail("metadata: " + patched.error().message);
+  Sandbox sandbox = std::move(patched).value();
+  if (sandbox.record.state != "Running") return fail("it is " + sandbox.record.state);
+  const int64_t timeout = spec.timeout_s.value_or(config.default_timeout_s);
+  auto expires = sandboxes.SetTimeout(id, timeout, cancel);
+  if (!expires.ok()) return fail("timeout: " + expires.error().message);
+  sandbox.record.expires_at = *expires;
+  auto execd = entry->upstream->Execd(id, config, cancel);
+  if (!execd.ok()) return fail("execd: " + execd.error().message);
+  Status ping = execd->Ping(cancel, kTakePingMs);
+  if (!ping.ok()) return fail("execd: " + ping.error().message);
+  sandbox.template_name = spec.template_name.empty() ? "base" : spec.template_name;
+  return sandbox;
+}
+
+std::map<std::string, PoolState> WarmPool::States(const ProviderConfig& config) const {
+  std::map<std::string, PoolState> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto scope = scopes_.find(config.CredentialScope());
+  if (scope == scopes_.end()) return out;
+  for (const auto& [name, entry] : scope->second.entries) {
+    PoolState& s = out[name];
+    s.target = entry->target;
+    s.ready = static_cast<int>(entry->ready.size());
+    s.creating = entry->creating;
+    s.taken = entry->taken;
+    s.last_error = entry->last_error;
+  }
+  return out;
+}
+
+std::vector<WarmPool::ScopedState> WarmPool::AllStates() const {
+  std::vector<ScopedState> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [scope, pools] : scopes_) {
+    for (const auto& [name, entry] : pools.entries) {
+      ScopedState s;
+      s.scope = scope;
+      s.server = WithoutUserInfo(entry->config.lifecycle_url);
+      s.template_name = name;
+      s.state = {entry->target, static_cast<int>(entry->ready.size()), entry->creating, entry->taken,
+                 entry->last_error};
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+void WarmPool::Shutdown() {
+  std::vector<std::pair<std::shared_ptr<Entry>, std::string>> kills;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    stopping_.Cancel();
+    for (auto& [scope_name, scope] : scopes_) {
+      for (auto& [name, entry] : scope.entries) {
+        for (const std::string& id : entry->ready) kills.emplace_back(entry, id);
+        entry->ready.clear();
+      }
+    }
+  }
+  if (!kills.empty()) log::Info("pool.stopping", {{"killed", std::to_string(kills.size())}});
+  for (const auto& [entry, id] : kills) KillQuietly(entry, id);
+}
+
+}  // namespace abx::core

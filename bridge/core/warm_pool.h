@@ -1,0 +1,108 @@
+#pragma once
+// The daemon's warm pool (docs/epp1.md §3, "sandbox.pool extension"): per configured
+// template, `count` sandboxes kept Running with execd answering, so that a matching
+// sandbox.create hands one out in milliseconds instead of waiting for a container.
+//
+// Each pooled sandbox is made as `sandbox.create {template}` would make it, with the
+// metadata label abx-pool = a key of the build, the server, the credential and the
+// template's resolved settings, and the server timeout pool_ttl, renewed while it waits.
+// So nothing outlives a dead daemon by more than pool_ttl; a daemon that starts adopts
+// the Running sandboxes carrying its key (up to `count`, killing the rest); an orderly
+// stop kills the pool; two builds' daemons have two keys and never take each other's.
+//
+// No thread per sandbox and no busy loop: the refills are background tasks of the core
+// (at most `count` in flight per template), the renewals one timer per pool.
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/base/cancel.h"
+#include "bridge/base/error.h"
+#include "bridge/core/config.h"
+#include "bridge/core/sandboxes.h"
+
+namespace abx::core {
+
+class BridgeCore;
+
+inline constexpr const char* kPoolLabel = "abx-pool";
+
+// The abx-pool label of a template's pooled sandboxes: "p" and 16 hex digits of a hash of
+// the build, the server, the credential and what a create of the template sends.
+std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name);
+
+// Whether a sandbox.create may take a pooled sandbox (docs/epp1.md §3): the call names
+// nothing but a template, metadata, a timeout and (in provider_options) ready_timeout,
+// and it asks for an expiry. `only_ready_timeout_options`: the call's provider_options
+// held nothing else.
+bool CreateMayTakePooled(const CreateSpec& spec, const ProviderConfig& config, bool only_ready_timeout_options);
+
+struct PoolState {
+  int target = 0;
+  int ready = 0;
+  int creating = 0;
+  int64_t taken = 0;
+  std::string last_error;  // the last refill's failure; "" once one succeeds
+};
+
+class WarmPool {
+ public:
+  WarmPool(BridgeCore* core, std::string build_id);
+  ~WarmPool();
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  // A session's configuration: the pools of its server and credential become what its
+  // `pool` names (the same again changes nothing; a template no longer named is
+  // emptied, its sandboxes killed).
+  void Configure(const ProviderConfig& config);
+
+  // A pooled sandbox for this create, when the create may take one and one is ready:
+  // its metadata made the call's, its timeout the call's, execd checked to answer.
+  // nullopt when there is none: the caller creates as usual.
+  std::optional<Sandbox> Take(const ProviderConfig& config, const CreateSpec& spec, CancelToken* cancel);
+
+  // The pools of this config's server and credential, by template name.
+  std::map<std::string, PoolState> States(const ProviderConfig& config) const;
+  // Every pool, for the bridge's status: its credential scope (never shown: see
+  // BridgeCore::CredentialLabel), its server and its template.
+  struct ScopedState {
+    std::string scope;
+    std::string server;
+    std::string template_name;
+    PoolState state;
+  };
+  std::vector<ScopedState> AllStates() const;
+
+  // An orderly stop: every pooled sandbox is killed, no refill starts again.
+  void Shutdown();
+
+ private:
+  struct Entry;
+  struct Scope;
+
+  void Fill(const std::shared_ptr<Entry>& entry);
+  void Refill(std::shared_ptr<Entry> entry);
+  void Adopt(std::shared_ptr<Entry> entry);
+  void ScheduleRenewal(const std::shared_ptr<Entry>& entry);
+  void Renew(std::shared_ptr<Entry> entry);
+  void KillQuietly(const std::shared_ptr<Entry>& entry, const std::string& id);
+  std::optional<Sandbox> TryTake(const std::shared_ptr<Entry>& entry, const std::string& id, const CreateSpec& spec,
+                                 const ProviderConfig& config, CancelToken* cancel);
+
+  BridgeCore* const core_;
+  const std::string build_id_;
+  // Cancelled by Shutdown: a refill under way stops waiting and its sandbox is killed.
+  CancelToken stopping_;
+  mutable std::mutex mu_;
+  std::map<std::string, Scope> scopes_;  // by ProviderConfig::CredentialScope()
+  bool stopped_ = false;
+};
+
+}  // namespace abx::core

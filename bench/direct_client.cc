@@ -87,6 +87,11 @@ HttpResult DirectClient::Post(const std::string& url, const std::string& body,
   return Perform("POST", url, &body, headers, nullptr, nullptr);
 }
 
+HttpResult DirectClient::Patch(const std::string& url, const std::string& body,
+                               const std::vector<std::string>& headers) {
+  return Perform("PATCH", url, &body, headers, nullptr, nullptr);
+}
+
 HttpResult DirectClient::PostStreaming(const std::string& url, const std::string& body,
                                        const std::vector<std::string>& headers,
                                        const std::function<void(const char*, size_t)>& on_data) {

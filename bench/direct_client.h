@@ -36,6 +36,8 @@ class DirectClient {
   HttpResult GetInto(const std::string& url, const std::vector<std::string>& headers, std::string* body);
   HttpResult Post(const std::string& url, const std::string& body,
                   const std::vector<std::string>& headers = {});
+  HttpResult Patch(const std::string& url, const std::string& body,
+                   const std::vector<std::string>& headers = {});
   // The body goes to `on_data` as it arrives instead of into HttpResult::body.
   HttpResult PostStreaming(const std::string& url, const std::string& body,
                            const std::vector<std::string>& headers,

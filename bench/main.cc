@@ -3,7 +3,7 @@
 // fake. Prints one table (scenario, ours, baseline, ratio, target, met?) and the details
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
-//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates] [--quick]
+//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates,pool] [--quick]
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
 
@@ -31,7 +31,7 @@ int Usage(FILE* out) {
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
                "                             [--keep-work-dir]\n"
-               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates (default: all)\n"
+               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates,pool (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
-                                                  "shell", "pty", "transfer", "templates"};
+                                                  "shell", "pty", "transfer", "templates", "pool"};
     if (!kKnown.count(s)) {
       std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
       return Usage(stderr);
@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   if (wanted("stream")) Progress("stream", run), RunStream(ctx);
   if (wanted("files")) Progress("files", run), RunFiles(ctx);
   if (wanted("transfer")) Progress("transfer", run), RunTransfer(ctx);
+  // Last: its sessions configure the bridge's pool, which the next session without one
+  // turns off again.
+  if (wanted("pool")) Progress("warm pool", run), RunPool(ctx);
   Progress("idle memory", run);
   RunIdleMemory(ctx, {{"after set-up", idle_start},
                       {"after cold start, warm exec, CLI and concurrency", idle_middle},

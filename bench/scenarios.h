@@ -27,7 +27,8 @@ void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 5
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run
 void RunPty(BenchContext& ctx);
-void RunTemplates(BenchContext& ctx);    // create from a template vs from its image; snapshot of 100 MiB          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals
+void RunTemplates(BenchContext& ctx);
+void RunPool(BenchContext& ctx);         // a pooled create vs the calls it makes and a cold one; RSS and idle CPU with 16    // create from a template vs from its image; snapshot of 100 MiB          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals
 
 // Idle RSS of the bridge (no session open) now; call after setup and at the end.
 // The bridge's VmRSS with no session open: half a second after the last one closed, and

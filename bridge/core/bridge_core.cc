@@ -14,7 +14,9 @@ BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::strin
       pool_(std::make_unique<WarmPool>(this, std::move(build_id))),
       background_(kMaxBackgroundThreads) {}
 
-BridgeCore::~BridgeCore() = default;
+// The pool first, while the background tasks still run: its timers stop re-arming and
+// its sandboxes are killed (the daemon has done so already at its orderly stop).
+BridgeCore::~BridgeCore() { pool_->Shutdown(); }
 
 void BridgeCore::RunInBackground(std::function<void()> task) { background_.Run(std::move(task)); }
 

@@ -1,10 +1,14 @@
 #include "bridge/core/warm_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "bridge/base/log.h"
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/templates.h"
 
 namespace abx::core {
 namespace {
@@ -14,7 +18,18 @@ constexpr auto kLongestBackoff = std::chrono::milliseconds(60000);
 // A pooled sandbox is renewed three times per pool_ttl, so a renewal that fails once
 // still leaves two chances before it expires.
 constexpr int kRenewalsPerTtl = 3;
-constexpr int64_t kTakePingMs = 2000;
+// A take tries at most this many pooled sandboxes, each ping waiting at most this long,
+// so that a pool of dead ones costs a create little before it creates as usual.
+constexpr int kMaxTakeAttempts = 2;
+constexpr int64_t kTakePingMs = 1000;
+
+// This host and user: two hosts or two users running the same build against one server
+// have different keys, so neither adopts the other's sandboxes.
+std::string HostAndUser() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "/" + std::to_string(getuid());
+}
 
 uint64_t Fnv1a(uint64_t hash, const std::string& text) {
   for (unsigned char c : text) {
@@ -37,7 +52,7 @@ std::string ImageOf(const ProviderConfig& config, const std::string& template_na
 std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name) {
   uint64_t hash = 14695981039346656037ULL;
   for (const std::string& part :
-       {build_id, config.lifecycle_url, config.api_key, ImageOf(config, template_name), config.platform_os,
+       {HostAndUser(), build_id, config.lifecycle_url, config.api_key, ImageOf(config, template_name), config.platform_os,
         config.platform_arch, config.network_policy_json, config.registry_username, config.pool_ref,
         std::string(config.secure_access ? "secure" : "plain")}) {
     hash = Fnv1a(hash, part);
@@ -52,7 +67,7 @@ bool CreateMayTakePooled(const CreateSpec& spec, const ProviderConfig& config, b
   const bool expires = spec.timeout_s ? *spec.timeout_s > 0 : config.default_timeout_s > 0;
   return only_ready_timeout_options && expires && spec.env.empty() && spec.entrypoint.empty() && spec.cpu.empty() &&
          spec.memory.empty() && !spec.secure && spec.volumes.empty() && spec.snapshot_id.empty() &&
-         spec.pool_ref.empty();
+         spec.pool_ref.empty() && !spec.metadata.count(kPoolLabel);
 }
 
 struct WarmPool::Entry {
@@ -63,6 +78,11 @@ struct WarmPool::Entry {
   // Under WarmPool::mu_.
   int target = 0;
   std::deque<std::string> ready;
+  // The template version (snapshot id) each ready sandbox was made from, "" when the
+  // name is no template of ours (or it was adopted): a rebuilt template's old ones are
+  // never handed out.
+  std::map<std::string, std::string> made_from;
+  std::set<std::string> being_renewed;  // not handed out while their renewal is under way
   int creating = 0;
   int64_t taken = 0;
   std::string last_error;
@@ -119,11 +139,10 @@ void WarmPool::Configure(const ProviderConfig& config) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ids.swap(entry->ready);
+      entry->made_from.clear();
     }
     log::Info("pool.retired", {{"template", entry->template_name}, {"killed", std::to_string(ids.size())}});
-    core_->RunInBackground([this, entry, ids] {
-      for (const std::string& id : ids) KillQuietly(entry, id);
-    });
+    for (const std::string& id : ids) KillLater(entry, id);
   }
   for (auto& entry : started) core_->RunInBackground([this, entry] { Adopt(entry); });
   // A count raised on an entry that exists: its missing sandboxes start now.
@@ -145,26 +164,34 @@ void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
   // are kept (and renewed at once), the rest killed.
   Sandboxes sandboxes(entry->upstream.get(), &config);
   CancelToken never;
-  std::vector<std::string> found;
+  std::vector<std::string> found, pending;
   std::string cursor;
   do {
-    auto page = sandboxes.List({"Running"}, {{kPoolLabel, entry->key}}, 200, cursor, &never);
+    auto page = sandboxes.List({"Running", "Pending"}, {{kPoolLabel, entry->key}}, 200, cursor, &never);
     if (!page.ok()) {
       log::Warn("pool.adopt_failed", {{"template", entry->template_name}, {"error", page.error().message}});
       break;
     }
-    for (const Sandbox& s : page->sandboxes) found.push_back(s.record.id);
+    for (const Sandbox& s : page->sandboxes) {
+      // A Pending one is a dead daemon's half-made sandbox: killed with the surplus.
+      (s.record.state == "Running" ? found : pending).push_back(s.record.id);
+    }
     cursor = page->next_cursor.value_or("");
   } while (!cursor.empty());
   std::vector<std::string> surplus;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& id : found) {
+      if (dying_.count(id)) continue;  // an earlier pool's, being killed
       if (!stopped_ && !entry->retired && static_cast<int>(entry->ready.size()) < entry->target) {
         entry->ready.push_back(id);
+        entry->made_from[id] = "";
       } else {
         surplus.push_back(id);
       }
+    }
+    for (const std::string& id : pending) {
+      if (!dying_.count(id)) surplus.push_back(id);
     }
     entry->adopting = false;
   }
@@ -180,14 +207,45 @@ void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
 
 void WarmPool::Fill(const std::shared_ptr<Entry>& entry) {
   int starts = 0;
+  std::vector<std::string> surplus;  // a lowered count: the newest go
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_ || entry->retired || entry->adopting || entry->backing_off) return;
-    starts = entry->target - static_cast<int>(entry->ready.size()) - entry->creating;
-    if (starts <= 0) return;
-    entry->creating += starts;
+    if (stopped_ || entry->retired || entry->adopting) return;
+    while (static_cast<int>(entry->ready.size()) > entry->target) {
+      surplus.push_back(entry->ready.back());
+      entry->made_from.erase(entry->ready.back());
+      entry->ready.pop_back();
+    }
+    if (!entry->backing_off) {
+      starts = entry->target - static_cast<int>(entry->ready.size()) - entry->creating;
+      if (starts > 0) entry->creating += starts;
+    }
   }
+  for (const std::string& id : surplus) KillLater(entry, id);
   for (int i = 0; i < starts; ++i) core_->RunInBackground([this, entry] { Refill(entry); });
+}
+
+bool WarmPool::IsTemplateOfOurs(const ProviderConfig& config, const std::string& name) {
+  return name != "base" && !config.image_aliases.count(name) && CheckTemplateName("template", name).ok();
+}
+
+std::string WarmPool::CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config,
+                                     CancelToken* cancel) {
+  if (!IsTemplateOfOurs(config, entry->template_name)) return "";
+  auto found = TemplateSnapshot(entry->upstream.get(), config, entry->template_name, cancel);
+  return found.ok() && *found ? **found : "";
+}
+
+void WarmPool::KillLater(const std::shared_ptr<Entry>& entry, const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dying_.insert(id);
+  }
+  core_->RunInBackground([this, entry, id] {
+    KillQuietly(entry, id);
+    std::lock_guard<std::mutex> lock(mu_);
+    dying_.erase(id);
+  });
 }
 
 void WarmPool::Refill(std::shared_ptr<Entry> entry) {
@@ -205,6 +263,7 @@ void WarmPool::Refill(std::shared_ptr<Entry> entry) {
   spec.template_name = entry->template_name;
   spec.timeout_s = config.pool_ttl_s;
   spec.metadata = {{kPoolLabel, entry->key}};
+  const std::string version = CurrentVersion(entry, config, &stopping_);
   Sandboxes sandboxes(entry->upstream.get(), &config);
   auto made = sandboxes.Create(spec, &stopping_, {});
   bool kill = false;
@@ -215,14 +274,16 @@ void WarmPool::Refill(std::shared_ptr<Entry> entry) {
       kill = stopped_ || entry->retired;
       if (!kill) {
         entry->ready.push_back(made->record.id);
+        entry->made_from[made->record.id] = version;
         entry->last_error.clear();
         entry->backoff = std::chrono::milliseconds(0);
       }
     } else {
-      entry->last_error = made.error().message;
-      entry->backoff = std::clamp(entry->backoff * 2, std::chrono::milliseconds(kFirstBackoff),
-                                  std::chrono::milliseconds(kLongestBackoff));
+      entry->last_error = log::Scrub(made.error().message);
+      // One step of back-off per round of failures, not per failed create.
       if (!entry->backing_off && !stopped_ && !entry->retired) {
+        entry->backoff = std::clamp(entry->backoff * 2, std::chrono::milliseconds(kFirstBackoff),
+                                    std::chrono::milliseconds(kLongestBackoff));
         entry->backing_off = true;
         core_->RunInBackgroundAt(std::chrono::steady_clock::now() + entry->backoff, [this, entry] {
           {
@@ -271,12 +332,21 @@ void WarmPool::Renew(std::shared_ptr<Entry> entry) {
   CancelToken never;
   bool lost = false;
   for (const std::string& id : ids) {
+    {
+      // Taken meanwhile: its timeout is its taker's now. Marked, it is not taken while
+      // this renewal is under way.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (std::find(entry->ready.begin(), entry->ready.end(), id) == entry->ready.end()) continue;
+      entry->being_renewed.insert(id);
+    }
     auto renewed = sandboxes.SetTimeout(id, config.pool_ttl_s, &never);
+    std::lock_guard<std::mutex> lock(mu_);
+    entry->being_renewed.erase(id);
     if (renewed.ok() || renewed.error().code != ErrorCode::kNotFound) continue;
     // The server ended it (expired, killed by hand): no longer in the pool.
-    std::lock_guard<std::mutex> lock(mu_);
     auto& ready = entry->ready;
     ready.erase(std::remove(ready.begin(), ready.end(), id), ready.end());
+    entry->made_from.erase(id);
     lost = true;
   }
   if (lost) Fill(entry);
@@ -308,16 +378,27 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
   }
   // The call's own settings must make the same sandbox as the pool's.
   if (PoolKey(build_id_, config, name) != entry->key) return std::nullopt;
-  while (!cancel->cancelled()) {
-    std::string id;
+  const std::string current = CurrentVersion(entry, config, cancel);
+  for (int attempt = 0; attempt < kMaxTakeAttempts && !cancel->cancelled(); ++attempt) {
+    std::string id, version;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_ || entry->ready.empty()) return std::nullopt;
-      id = entry->ready.front();
-      entry->ready.pop_front();
+      if (stopped_) return std::nullopt;
+      auto it = std::find_if(entry->ready.begin(), entry->ready.end(),
+                             [&](const std::string& candidate) { return !entry->being_renewed.count(candidate); });
+      if (it == entry->ready.end()) return std::nullopt;
+      id = *it;
+      entry->ready.erase(it);
+      version = entry->made_from[id];
+      entry->made_from.erase(id);
       ++entry->taken;
     }
     Fill(entry);  // its replacement starts at once
+    if (version != current) {  // made from a version of the template since replaced
+      log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", "stale"}});
+      KillLater(entry, id);
+      continue;
+    }
     if (auto taken = TryTake(entry, id, spec, config, cancel)) return taken;
   }
   return std::nullopt;
@@ -328,7 +409,7 @@ std::optional<Sandbox> WarmPool::TryTake(const std::shared_ptr<Entry>& entry, co
   Sandboxes sandboxes(entry->upstream.get(), &config);
   auto fail = [&](const std::string& why) -> std::optional<Sandbox> {
     log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", why}});
-    KillQuietly(entry, id);
+    KillLater(entry, id);
     return std::nullopt;
   };
   // Its metadata becomes exactly the call's: the pool's label goes.
@@ -399,6 +480,7 @@ void WarmPool::Shutdown() {
       for (auto& [name, entry] : scope.entries) {
         for (const std::string& id : entry->ready) kills.emplace_back(entry, id);
         entry->ready.clear();
+        entry->made_from.clear();
       }
     }
   }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,12 @@ class WarmPool {
   void ScheduleRenewal(const std::shared_ptr<Entry>& entry);
   void Renew(std::shared_ptr<Entry> entry);
   void KillQuietly(const std::shared_ptr<Entry>& entry, const std::string& id);
+  // The kill in the background; until it is done, no adoption takes `id`.
+  void KillLater(const std::shared_ptr<Entry>& entry, const std::string& id);
+  // The newest version (snapshot id) of the entry's template when it is one of the
+  // provider's templates, else "".
+  std::string CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config, CancelToken* cancel);
+  static bool IsTemplateOfOurs(const ProviderConfig& config, const std::string& name);
   std::optional<Sandbox> TryTake(const std::shared_ptr<Entry>& entry, const std::string& id, const CreateSpec& spec,
                                  const ProviderConfig& config, CancelToken* cancel);
 
@@ -102,6 +109,7 @@ class WarmPool {
   CancelToken stopping_;
   mutable std::mutex mu_;
   std::map<std::string, Scope> scopes_;  // by ProviderConfig::CredentialScope()
+  std::set<std::string> dying_;          // sandboxes whose kill is under way
   bool stopped_ = false;
 };
 

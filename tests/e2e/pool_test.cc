@@ -246,5 +246,42 @@ TEST_F(PoolTest, ThirtyTwoCreatesAtOnceFromAPoolOfFour) {
   EXPECT_EQ(pooled, 4);
 }
 
+// pool_ttl at the server's minimum (60 s): the bridge renews its pooled sandboxes every
+// third of it while it runs; killed outright, it leaves them to expire within pool_ttl.
+TEST_F(PoolTest, PooledSandboxesAreRenewedWhileTheBridgeRunsAndExpireAfterItIsKilled) {
+  ASSERT_TRUE(fake().SetFaults(R"({"start_ms":0})"));
+  EppSession* shim = PoolShim("base=1", "60");
+  ASSERT_NE(shim, nullptr);
+  ASSERT_TRUE(WaitReady(shim, "base", 1));
+  const std::vector<std::string> pooled = PooledOnServer(shim);
+  ASSERT_EQ(pooled.size(), 1u);
+  auto expiry = [&] {
+    MessagePtr got = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", pooled[0]).str());
+    return got && !got->IsError() ? GetString(got->result(), "expires_at") : "";
+  };
+  const std::string first = expiry();
+  ASSERT_FALSE(first.empty());
+  // A renewal comes within 20 s (a third of pool_ttl) and moves the expiry on.
+  std::string later = first;
+  const auto deadline = Clock::now() + Millis(30000);
+  while (Clock::now() < deadline && later == first) {
+    std::this_thread::sleep_for(Millis(1000));
+    later = expiry();
+  }
+  EXPECT_GT(later, first) << "never renewed";
+
+  // SIGKILL: nobody renews any more, and the server's expiry ends it within pool_ttl.
+  auto pid = BridgePid();
+  ASSERT_TRUE(pid.has_value());
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  const auto gone_by = Clock::now() + Millis(70000);
+  std::optional<int64_t> live = LiveSandboxes();
+  while (Clock::now() < gone_by && live.value_or(-1) != 0) {
+    std::this_thread::sleep_for(Millis(1000));
+    live = LiveSandboxes();
+  }
+  EXPECT_EQ(live.value_or(-1), 0) << "the pooled sandbox outlived its bridge by more than pool_ttl";
+}
+
 }  // namespace
 }  // namespace abx::e2e

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -152,6 +153,63 @@ TEST_F(VersionSkewTest, NewShimGetsItsOwnBridgeWhileTheOldSessionFinishes) {
       Millis(20000));
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(GetString(again->result(), "stdout"), "still\n") << again->raw;
+}
+
+// Two builds' bridges with a warm pool each, on one server: each pool's sandboxes carry
+// its own build's key, and neither bridge hands out the other's (docs/epp1.md §3).
+TEST_F(VersionSkewTest, TwoBuildsWarmPoolsNeverTakeEachOthersSandboxes) {
+  REQUIRE_FAKE("runs two builds against the fake");
+  const std::map<std::string, std::optional<std::string>> pool = {{"ABX_OPENSANDBOX_POOL", "base=1"},
+                                                                  {"ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT", "30"}};
+  std::string error;
+  auto old_env = pool;
+  old_env["ABX_OPENSANDBOX_BRIDGE_BIN"] = OldBridgeBinary();
+  old_shim_ = EppSession::Start(OldShimBinary(), ShimEnv(old_env), logs_dir() + "/old-shim.stderr", &error);
+  ASSERT_NE(old_shim_, nullptr) << error;
+  MessagePtr init = old_shim_->Initialize();
+  ASSERT_FALSE(init->IsError()) << init->raw;
+  old_pid_ = BridgePid().value_or(-1);
+  EppSession* new_shim = StartShim(pool);
+  ASSERT_NE(new_shim, nullptr);
+  MessagePtr new_init = new_shim->Initialize(Millis(15000));
+  ASSERT_FALSE(new_init->IsError()) << new_init->raw;
+  std::string base = socket_path();
+  base.resize(base.size() - std::string(".sock").size());
+  new_socket_ = base + "-" + std::string(kBuildId).substr(0, 12) + ".sock";
+  new_pid_ = static_cast<pid_t>(std::strtol(ReadFile(new_socket_ + ".lock").c_str(), nullptr, 10));
+
+  auto ready = [](EppSession* shim) {
+    MessagePtr info = shim->Request("provider.info", "{}");
+    return info && !info->IsError() ? GetInt(info->result(), "pool.base.ready", -1) : -1;
+  };
+  const auto deadline = Clock::now() + Millis(30000);
+  while (Clock::now() < deadline && (ready(old_shim_.get()) != 1 || ready(new_shim) != 1)) {
+    std::this_thread::sleep_for(Millis(100));
+  }
+  ASSERT_EQ(ready(old_shim_.get()), 1);
+  ASSERT_EQ(ready(new_shim), 1);
+  // Two pooled sandboxes on the server, under two keys.
+  MessagePtr listed = new_shim->Request("sandbox.list", "{}");
+  std::map<std::string, std::string> key_of;  // id -> abx-pool
+  for (const auto& s : listed->result()["sandboxes"].GetArray()) {
+    if (s["metadata"].IsObject() && s["metadata"].HasMember("abx-pool")) {
+      key_of[s["id"].GetString()] = s["metadata"]["abx-pool"].GetString();
+    }
+  }
+  ASSERT_EQ(key_of.size(), 2u) << listed->raw;
+  EXPECT_NE(key_of.begin()->second, key_of.rbegin()->second);
+
+  // Each build takes its own.
+  MessagePtr from_new = new_shim->Request("sandbox.create", "{}", Millis(30000));
+  ASSERT_FALSE(from_new->IsError()) << from_new->raw;
+  EXPECT_TRUE(from_new->result()["pooled"].IsTrue()) << from_new->raw;
+  MessagePtr from_old = old_shim_->Request("sandbox.create", "{}", Millis(30000));
+  ASSERT_FALSE(from_old->IsError()) << from_old->raw;
+  EXPECT_TRUE(from_old->result()["pooled"].IsTrue()) << from_old->raw;
+  const std::string new_id = GetString(from_new->result(), "id"), old_id = GetString(from_old->result(), "id");
+  ASSERT_TRUE(key_of.count(new_id) && key_of.count(old_id));
+  EXPECT_NE(new_id, old_id);
+  EXPECT_NE(key_of[new_id], key_of[old_id]);
 }
 
 }  // namespace

@@ -283,5 +283,28 @@ TEST_F(PoolTest, PooledSandboxesAreRenewedWhileTheBridgeRunsAndExpireAfterItIsKi
   EXPECT_EQ(live.value_or(-1), 0) << "the pooled sandbox outlived its bridge by more than pool_ttl";
 }
 
+// The next session's configuration is the pool's: a lowered count kills the surplus, a
+// session without `pool` turns it off (docs/epp1.md §3).
+TEST_F(PoolTest, AChangedPoolTakesEffectWithTheNextSession) {
+  ASSERT_TRUE(fake().SetFaults(R"({"start_ms":0})"));
+  EppSession* first = PoolShim("base=3");
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(WaitReady(first, "base", 3));
+  EXPECT_EQ(PooledOnServer(first).size(), 3u);
+  EppSession* lowered = PoolShim("base=1");
+  ASSERT_NE(lowered, nullptr);
+  ASSERT_TRUE(WaitReady(lowered, "base", 1));
+  const auto deadline = Clock::now() + Millis(10000);
+  while (Clock::now() < deadline && PooledOnServer(lowered).size() != 1) std::this_thread::sleep_for(Millis(100));
+  EXPECT_EQ(PooledOnServer(lowered).size(), 1u);
+  EppSession* without = StartInitializedShim();
+  ASSERT_NE(without, nullptr);
+  MessagePtr info = without->Request("provider.info", "{}");
+  EXPECT_EQ(info->result()["pool"].MemberCount(), 0u) << info->raw;
+  const auto gone_by = Clock::now() + Millis(10000);
+  while (Clock::now() < gone_by && !PooledOnServer(without).empty()) std::this_thread::sleep_for(Millis(100));
+  EXPECT_TRUE(PooledOnServer(without).empty());
+}
+
 }  // namespace
 }  // namespace abx::e2e

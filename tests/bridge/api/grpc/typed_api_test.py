@@ -999,6 +999,45 @@ class TypedApiTest(unittest.TestCase):
         after = self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5).requests_total
         self.assertEqual(after - before, 1)
 
+    # -- the warm pool ----------------------------------------------------------------------
+
+    def epp_session_initialized(self, **config):
+        bp = self.pb["bridge"]
+        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocol": "EPP/1"}}).encode()
+        inputs = iter([bp.SessionInput(start=bp.SessionStart(config=ENV.config(**config))),
+                       bp.SessionInput(line=init), bp.SessionInput(line=b'{"jsonrpc":"2.0","method":"exit"}')])
+        outputs = list(self.epp.Run(inputs, timeout=20))
+        self.assertIn("result", json.loads(outputs[0].line), outputs[0].line)
+
+    def test_a_pool_configured_by_a_session_serves_typed_creates_and_reports_itself(self):
+        sb = self.pb["sandboxes"]
+        self.epp_session_initialized(pool="base=1")
+        try:
+            status = None
+            for _ in range(300):
+                status = self.sandboxes.PoolStatus(sb.PoolStatusRequest(config=ENV.config()), timeout=10)
+                if status.pools and status.pools[0].ready == 1:
+                    break
+                time.sleep(0.1)
+            self.assertEqual([(p.template, p.target, p.ready) for p in status.pools], [("base", 1, 1)], status)
+            self.assertEqual(status.pools[0].credential, "credential 1")
+            self.assertNotIn(API_KEY, str(status))
+            sandbox = self.create_sandbox(template="base", metadata={"from": "typed"})
+            self.assertTrue(sandbox.pooled)
+            self.assertEqual(dict(sandbox.metadata), {"from": "typed"})
+            with_env = self.create_sandbox(template="base", env={"A": "1"})
+            self.assertFalse(with_env.pooled)
+            stats = self.bridge.Stats(self.pb["bridge"].StatsRequest(), timeout=5)
+            self.assertIn("base", [p.template for p in stats.pools])
+            status = self.sandboxes.PoolStatus(sb.PoolStatusRequest(config=ENV.config()), timeout=10)
+            self.assertEqual(status.pools[0].taken, 1)
+        finally:
+            # A session without `pool` turns it off again.
+            self.epp_session_initialized()
+        status = self.sandboxes.PoolStatus(sb.PoolStatusRequest(config=ENV.config()), timeout=10)
+        self.assertEqual(list(status.pools), [])
+
     # -- the EPP session's front door, as the shim uses it ------------------------------
 
     def session_inputs(self, *rest):

@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include "bench/direct_client.h"
 #include "bench/line_reader.h"
 
 namespace abx::bench {
@@ -30,6 +31,13 @@ bool BenchContext::OpenSession(ShimSession* session, std::string* error) const {
     return false;
   }
   return true;
+}
+
+bool BenchContext::SetFakeStartDelay(int ms) const {
+  DirectClient control;
+  HttpResult r = control.Post(fake.base_url() + "/_fake/faults", "{\"start_ms\":" + std::to_string(ms) + "}",
+                              {"Content-Type: application/json"});
+  return r.ok && r.status == 200;
 }
 
 std::string BenchContext::Params(const std::string& extra) const {

@@ -60,6 +60,9 @@ struct BenchContext {
   std::string Params(const std::string& extra) const;
 
   // The bridge's `status` JSON, parsed; false when it does not answer.
+  // The fake's container start time (its fault start_ms); false when it refuses.
+  bool SetFakeStartDelay(int ms) const;
+
   bool BridgeStatus(long long* peak_rss_bytes, long long* upstream_connections, pid_t* pid,
                     std::string* error) const;
 };

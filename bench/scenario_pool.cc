@@ -26,13 +26,6 @@ constexpr int kPoolSize = 16;
 constexpr int kPoolTtlS = 60;      // the shortest: renewals every 20 s, so the idle window holds one
 constexpr int kIdleWindowS = 30;
 
-bool SetStartDelay(const BenchContext& ctx, int ms) {
-  DirectClient control;
-  HttpResult r = control.Post(ctx.fake.base_url() + "/_fake/faults", "{\"start_ms\":" + std::to_string(ms) + "}",
-                              {"Content-Type: application/json"});
-  return r.ok && r.status == 200;
-}
-
 bool OpenPoolSession(const BenchContext& ctx, ShimSession* s, std::string* error) {
   ShimConfig config = ctx.Shim();
   config.env.push_back("ABX_OPENSANDBOX_POOL=base=" + std::to_string(kPoolSize));
@@ -68,10 +61,6 @@ std::string InAnHour() {
   return text;
 }
 
-std::string IdOf(const Answer& a) {
-  return a.ok && a.result->IsObject() && a.result->HasMember("id") ? (*a.result)["id"].GetString() : "";
-}
-
 }  // namespace
 
 void RunPool(BenchContext& ctx) {
@@ -84,7 +73,7 @@ void RunPool(BenchContext& ctx) {
   };
   ShimSession s;
   std::string error;
-  if (!SetStartDelay(ctx, kStartMs)) return fail_all("the fake refused the start_ms fault");
+  if (!ctx.SetFakeStartDelay(kStartMs)) return fail_all("the fake refused the start_ms fault");
   if (!OpenPoolSession(ctx, &s, &error)) return fail_all("session failed: " + error);
   // 16 starts in parallel, each 1.5 s: the pool is full within seconds.
   if (!WaitFull(s, 60)) return fail_all("the pool did not fill: " + std::to_string(Ready(s)) + " ready");
@@ -156,7 +145,7 @@ void RunPool(BenchContext& ctx) {
   ctx.report.Add(cold_out);
 
   for (const std::string& id : made) s.Call("sandbox.kill", "{\"sandbox_id\":\"" + id + "\"}", 30000);
-  SetStartDelay(ctx, 0);
+  ctx.SetFakeStartDelay(0);
   s.Close();
 }
 

@@ -23,17 +23,6 @@ constexpr int kStartMs = 1500;
 constexpr char kTemplate[] = "bench-template";
 constexpr long long kSnapshotBytes = 100LL << 20;
 
-bool SetStartDelay(const BenchContext& ctx, int ms) {
-  DirectClient control;
-  HttpResult r = control.Post(ctx.fake.base_url() + "/_fake/faults", "{\"start_ms\":" + std::to_string(ms) + "}",
-                              {"Content-Type: application/json"});
-  return r.ok && r.status == 200;
-}
-
-std::string IdOf(const Answer& a) {
-  return a.ok && a.result->IsObject() && a.result->HasMember("id") ? (*a.result)["id"].GetString() : "";
-}
-
 // A create of `template_name`; its id joins `made`, killed after the row (not timed).
 bool Create(ShimSession& s, const std::string& template_name, std::vector<std::string>* made, std::string* why) {
   Answer created = s.Call("sandbox.create", "{\"template\":\"" + template_name + "\"}", 120000);
@@ -94,7 +83,7 @@ void RunTemplates(BenchContext& ctx) {
   if (!built.ok) return fail_both("templates.build: " + built.error);
 
   // 1. Create from the template vs from its image, both paying the same start.
-  if (!SetStartDelay(ctx, kStartMs)) {
+  if (!ctx.SetFakeStartDelay(kStartMs)) {
     ctx.report.Add({create_row, "the fake refused the start_ms fault", "", "", "≤ 1.1×", "n/a"});
   } else {
     std::vector<std::string> made;
@@ -103,7 +92,7 @@ void RunTemplates(BenchContext& ctx) {
         [&](std::string* why) { return Create(s, "base", &made, why); });
     AddMedianRow(ctx, create_row, "sandbox.create of its image (`base`), same fake", 1.1, "templates",
                  "create from a template vs from its image", r);
-    SetStartDelay(ctx, 0);
+    ctx.SetFakeStartDelay(0);
     for (const std::string& id : made) s.Call("sandbox.kill", "{\"sandbox_id\":\"" + id + "\"}", 30000);
   }
 

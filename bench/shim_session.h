@@ -31,6 +31,11 @@ struct Answer {
   const rapidjson::Value* result = nullptr;
 };
 
+// The "id" of an answer's result (a created sandbox's), "" when there is none.
+inline std::string IdOf(const Answer& a) {
+  return a.ok && a.result && a.result->IsObject() && a.result->HasMember("id") ? (*a.result)["id"].GetString() : "";
+}
+
 class ShimSession {
  public:
   // Starts the shim process; nothing is sent yet.

@@ -38,11 +38,15 @@ Error Cancelled(const std::string& what) {
 
 }  // namespace
 
-std::string Sandboxes::ResolveImage(const std::string& template_name) const {
-  auto alias = config_->image_aliases.find(template_name);
-  if (alias != config_->image_aliases.end()) return alias->second;
-  if (template_name.empty() || template_name == "base") return config_->default_image;
+std::string ResolveImage(const ProviderConfig& config, const std::string& template_name) {
+  auto alias = config.image_aliases.find(template_name);
+  if (alias != config.image_aliases.end()) return alias->second;
+  if (template_name.empty() || template_name == "base") return config.default_image;
   return template_name;
+}
+
+std::string Sandboxes::ResolveImage(const std::string& template_name) const {
+  return core::ResolveImage(*config_, template_name);
 }
 
 std::string Sandboxes::TemplateOf(const std::string& image) const {

@@ -30,6 +30,10 @@ inline constexpr const char* kOldCodeInterpreterScript = "/opt/opensandbox/code-
 // registry, tag or digest.
 bool IsCodeInterpreterImage(const std::string& image);
 
+// Template resolution by name: an alias of image_aliases → its image, "base" (or "") →
+// default_image, else the name itself (an image reference, or a template of ours).
+std::string ResolveImage(const ProviderConfig& config, const std::string& template_name);
+
 struct CreateSpec {
   std::string template_name;           // alias, "base", or an image reference; "" = base
   std::optional<int64_t> timeout_s;    // sandbox lifetime; 0 = no expiry

@@ -40,19 +40,12 @@ uint64_t Fnv1a(uint64_t hash, const std::string& text) {
   return hash * 1099511628211ULL;
 }
 
-std::string ImageOf(const ProviderConfig& config, const std::string& template_name) {
-  auto alias = config.image_aliases.find(template_name);
-  if (alias != config.image_aliases.end()) return alias->second;
-  if (template_name.empty() || template_name == "base") return config.default_image;
-  return template_name;  // an image, or a template (then its name stands for its newest version)
-}
-
 }  // namespace
 
 std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name) {
   uint64_t hash = 14695981039346656037ULL;
   for (const std::string& part :
-       {HostAndUser(), build_id, config.lifecycle_url, config.api_key, ImageOf(config, template_name), config.platform_os,
+       {HostAndUser(), build_id, config.lifecycle_url, config.api_key, ResolveImage(config, template_name), config.platform_os,
         config.platform_arch, config.network_policy_json, config.registry_username, config.pool_ref,
         std::string(config.secure_access ? "secure" : "plain")}) {
     hash = Fnv1a(hash, part);

@@ -39,6 +39,8 @@ constexpr int64_t kRestoreTimeoutMs = 15000;
 constexpr size_t kPendingInputBytes = 1 << 20;
 // How long a new holder's attach waits for the earlier holder to be told.
 constexpr auto kDetachNoticeWait = std::chrono::seconds(5);
+// How long pty.open waits for a terminal opened at another size to settle (Resize).
+constexpr int64_t kSizeSettleMs = 1000;
 // A restore that fails is tried again after these pauses before the terminal counts as lost.
 constexpr int kRestoreRetryMs[] = {500, 1500};
 // execd drops a connection silent for 60 s; before that, one without takeover answers
@@ -214,6 +216,31 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
     return OkStatus();
   }
 
+  // Sets the window size. bash's readline reads the size and writes it back each time it
+  // shows a prompt (TIOCGWINSZ, then TIOCSWINSZ): a resize that lands in between is
+  // undone. The prompt is printed after that write, so the size is sent once more with
+  // the next output, which changes nothing unless it had been undone (the kernel signals
+  // SIGWINCH only for a new size).
+  Status Resize(int cols, int rows) {
+    std::string frame = opensandbox::PtyResizeFrame(cols, rows);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      resize_to_repeat_ = frame;
+      output_at_resize_ = end_;
+    }
+    return Send(true, std::move(frame), 0);
+  }
+
+  // After a resize, waits (at most `timeout_ms`) until the size holds: output followed
+  // it, so its repetition is queued ahead of anything sent after this returns. Output
+  // already shown before it means the program had set up its terminal: no wait.
+  void WaitSizeSettled(int64_t timeout_ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (output_at_resize_ > 0) return;
+    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                 [&] { return resize_to_repeat_.empty() || ended_ || stopping_; });
+  }
+
   // A terminal whose connection was given up (taken over elsewhere, or lost): connect
   // again, taking it over, as an attach does. Fine when it is connected or ended.
   Status Restore(CancelToken* cancel, int64_t timeout_ms) {
@@ -374,6 +401,11 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
       case PtyFrame::Kind::kOutput:
       case PtyFrame::Kind::kStderr:
         AppendLocked(frame->data);
+        if (!resize_to_repeat_.empty() && socket_) {
+          socket_->Send(true, std::move(resize_to_repeat_));
+          ++frames_queued_;
+          resize_to_repeat_.clear();
+        }
         break;
       case PtyFrame::Kind::kConnected:
         connected_ = true;
@@ -680,6 +712,8 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   size_t pending_bytes_ = 0;
   uint64_t frames_queued_ = 0;   // to the connection in use
   uint64_t frames_written_ = 0;  // of those, written
+  std::string resize_to_repeat_;  // the last resize, until output followed it (Resize)
+  uint64_t output_at_resize_ = 0;
   bool exit_calling_ = false;
   uint64_t exit_offset_ = 0;
   bool sandbox_checked_ = false;
@@ -803,7 +837,12 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
     execd.DeletePty(pty_id, &uncancellable);
     return connected.error().Within("open terminal");
   }
-  if (spec.cols != 80 || spec.rows != 24) terminal->Send(true, opensandbox::PtyResizeFrame(spec.cols, spec.rows), 0);
+  if (spec.cols != 80 || spec.rows != 24) {
+    // Answered once the terminal runs at its size (docs/epp1.md §3, pty.open): a shell
+    // shows its prompt within milliseconds; a program that prints nothing costs the bound.
+    terminal->Resize(spec.cols, spec.rows);
+    terminal->WaitSizeSettled(kSizeSettleMs);
+  }
   upstream_->terminals().Add(terminal);
   if (holder) {
     terminal->SetHolder(std::move(holder), 0, [&](uint64_t, uint64_t) { answer(pty_id); });
@@ -880,7 +919,7 @@ Status Terminals::Input(const std::string& sandbox_id, const std::string& pty_id
 Status Terminals::Resize(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,
                          int cols, int rows) {
   ABX_ASSIGN_OR_RETURN(std::shared_ptr<Terminal> terminal, Held(upstream_, sandbox_id, pty_id, holder));
-  return terminal->Send(true, opensandbox::PtyResizeFrame(cols, rows), 0);
+  return terminal->Resize(cols, rows);
 }
 
 Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_id, const TerminalHolder* holder,

@@ -138,6 +138,11 @@ TEST_F(PtyTest, ATerminalEchoesOpensAtItsSizeStopsAJobAndExits) {
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(shim_, pty, "stty size; echo $((6*7))-x\n"));
   ASSERT_TRUE(WaitOutput(shim_, pty, "42-x"));
+  // And the prompt after it: bash has set up the terminal for the next line (see
+  // ASizeUndoneByTheProgramIsSetAgainBeforeTheOpenAnswers).
+  for (int i = 0; i < 500 && Output(shim_, pty).find("bash-", Output(shim_, pty).find("42-x")) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(Millis(20));
+  }
   uint64_t first = 99;
   const std::string shown = Output(shim_, pty, &first);
   EXPECT_EQ(first, 0u);
@@ -271,6 +276,34 @@ TEST_F(PtyTest, TermAndEnvReachTheShell) {
   ASSERT_NE(exit, nullptr);
   EXPECT_EQ(GetInt(exit->params(), "exit_code", -1), 7) << exit->raw;
   EXPECT_NE(Output(shim_, program).find("from-program"), std::string::npos);
+}
+
+// bash's readline reads the window size and writes it back before each prompt: a
+// resize landing in between is undone. Here a program undoes it on purpose, after the
+// resize surely landed; the size is set again with its next output, before pty.open
+// answers.
+TEST_F(PtyTest, ASizeUndoneByTheProgramIsSetAgainBeforeTheOpenAnswers) {
+  REQUIRE_EXECD("1.0.19", "a terminal's command");
+  const std::string pty = Open(shim_,
+                               "\"cols\":100,\"rows\":30,\"command\":\"sleep 0.5; stty cols 80 rows 24; "
+                               "echo undone-$((1+1)); read line; stty size; sleep 30\"");
+  ASSERT_FALSE(pty.empty());
+  // Typed at once: had the open answered before the size was sent again, the line would
+  // be waiting when `read` runs, and `stty size` could come before the new size.
+  ASSERT_TRUE(Type(shim_, pty, "\n"));
+  ASSERT_TRUE(WaitOutput(shim_, pty, "30 100"));
+
+  // The same for a pty.resize: set again with the output that follows.
+  const std::string resized = Open(shim_,
+                                   "\"command\":\"sleep 0.5; stty cols 80 rows 24; "
+                                   "echo undone-$((2+2)); read line; stty size; sleep 30\"");
+  ASSERT_FALSE(resized.empty());
+  MessagePtr r = Call(shim_, "pty.resize", resized, "\"cols\":120,\"rows\":40");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->IsError()) << r->raw;
+  ASSERT_TRUE(WaitOutput(shim_, resized, "undone-4"));
+  ASSERT_TRUE(Type(shim_, resized, "\n"));
+  ASSERT_TRUE(WaitOutput(shim_, resized, "40 120"));
 }
 
 TEST_F(PtyTest, ADroppedConnectionIsHealedWithNoGapAndNoRepeat) {

@@ -82,6 +82,20 @@ void EndpointCache::NoteExecdVersion(const std::string& sandbox_id, const std::s
   execd_versions_[sandbox_id] = version;
 }
 
+std::optional<std::string> EndpointCache::SnapshotTemplate(const std::string& snapshot_id) const {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  auto it = snapshot_templates_.find(snapshot_id);
+  if (it == snapshot_templates_.end()) return std::nullopt;
+  return it->second;
+}
+
+void EndpointCache::NoteSnapshotTemplate(const std::string& snapshot_id, const std::string& template_name) {
+  std::lock_guard<std::mutex> lock(templates_mu_);
+  // Full: start over rather than track age; a forgotten one costs one request again.
+  if (snapshot_templates_.size() >= kMaxSnapshotTemplates) snapshot_templates_.clear();
+  snapshot_templates_[snapshot_id] = template_name;
+}
+
 std::optional<bool> EndpointCache::KnownBefore1019(const std::string& sandbox_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = execd_before_1019_.find(sandbox_id);

@@ -37,6 +37,12 @@ class EndpointCache {
   void ForgetTemplates();
   uint64_t TemplatesGeneration() const;
 
+  // The template a snapshot is a version of ("" for none), once known: a snapshot's name
+  // never changes. At most kMaxSnapshotTemplates are kept.
+  static constexpr size_t kMaxSnapshotTemplates = 1024;
+  std::optional<std::string> SnapshotTemplate(const std::string& snapshot_id) const;
+  void NoteSnapshotTemplate(const std::string& snapshot_id, const std::string& template_name);
+
   // The launchers that snapshots of this server's sandboxes hold (saved_entrypoint.h).
   SavedEntrypointLeases& saved_entrypoints() { return saved_entrypoints_; }
 
@@ -92,6 +98,7 @@ class EndpointCache {
   std::optional<std::map<std::string, std::string>> templates_;  // under templates_mu_
   std::chrono::steady_clock::time_point templates_read_at_;
   uint64_t templates_generation_ = 0;  // under templates_mu_
+  std::map<std::string, std::string> snapshot_templates_;  // under templates_mu_
   struct CacheEntry {
     opensandbox::ExecdTarget target;
     std::string sandbox_id;

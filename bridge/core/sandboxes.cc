@@ -57,12 +57,31 @@ std::string Sandboxes::TemplateOf(const std::string& image) const {
   return image;
 }
 
-Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record) const {
+Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record, CancelToken* cancel) {
   Sandbox sandbox;
-  // A restored sandbox has no image of its own (docs/opensandbox.md §1.12).
-  if (!record.image.empty()) sandbox.template_name = TemplateOf(record.image);
+  // A restored sandbox has no image of its own, only its snapshot (docs/opensandbox.md §1.12).
+  if (!record.image.empty()) {
+    sandbox.template_name = TemplateOf(record.image);
+  } else if (!record.snapshot_id.empty()) {
+    sandbox.template_name = TemplateOfSnapshot(record.snapshot_id, cancel);
+  }
   sandbox.record = std::move(record);
   return sandbox;
+}
+
+std::string Sandboxes::TemplateOfSnapshot(const std::string& snapshot_id, CancelToken* cancel) {
+  if (auto known = upstream_->SnapshotTemplate(snapshot_id)) return *known;
+  auto snapshot = lifecycle_.GetSnapshot(snapshot_id, cancel);
+  if (!snapshot.ok()) {
+    // Gone (a template's older version is deleted once a newer one is Ready): no name
+    // to find, ever. Any other failure is not worth failing the call for: asked again.
+    if (snapshot.error().code == ErrorCode::kNotFound) upstream_->NoteSnapshotTemplate(snapshot_id, "");
+    return "";
+  }
+  const std::string prefix = kTemplateSnapshotPrefix;
+  std::string name = snapshot->name.rfind(prefix, 0) == 0 ? snapshot->name.substr(prefix.size()) : "";
+  upstream_->NoteSnapshotTemplate(snapshot_id, name);
+  return name;
 }
 
 bool IsCodeInterpreterImage(const std::string& image) {
@@ -232,7 +251,8 @@ Result<Sandbox> Sandboxes::CreateRegistered(const CreateSpec& requested, int64_t
   if (out.image.empty() && spec.snapshot_id.empty() && PoolRefOf(spec).empty()) {
     out.image = ResolveImage(spec.template_name);
   }
-  Sandbox sandbox = Wrap(std::move(out));
+  if (template_snapshot) upstream_->NoteSnapshotTemplate(*template_snapshot, requested.template_name);
+  Sandbox sandbox = Wrap(std::move(out), cancel);
   if (template_snapshot) sandbox.template_name = requested.template_name;
   return sandbox;
 }
@@ -301,13 +321,13 @@ Result<Sandbox> Sandboxes::Connect(const std::string& id, CancelToken* cancel) {
   if (IsFinalState(record->state)) {
     return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
   }
-  return Wrap(std::move(record).value());
+  return Wrap(std::move(record).value(), cancel);
 }
 
 Result<Sandbox> Sandboxes::Get(const std::string& id, CancelToken* cancel) {
   auto record = lifecycle_.Get(id, cancel);
   if (!record.ok()) return record.error();
-  return Wrap(std::move(record).value());
+  return Wrap(std::move(record).value(), cancel);
 }
 
 Result<SandboxList> Sandboxes::List(const std::vector<std::string>& states,
@@ -321,7 +341,7 @@ Result<SandboxList> Sandboxes::List(const std::vector<std::string>& states,
                          return Page(std::move(result->items), result->has_next);
                        }));
   SandboxList out;
-  for (auto& record : read.items) out.sandboxes.push_back(Wrap(std::move(record)));
+  for (auto& record : read.items) out.sandboxes.push_back(Wrap(std::move(record), cancel));
   out.next_cursor = std::move(read.next_cursor);
   return out;
 }
@@ -338,7 +358,7 @@ Result<Sandbox> Sandboxes::SetMetadata(const std::string& id, const MetadataPatc
   body += "}";
   auto patched = lifecycle_.PatchMetadata(id, body, cancel);
   if (!patched.ok()) return patched.error().Within("sandbox.set_metadata");
-  return Wrap(std::move(patched).value());
+  return Wrap(std::move(patched).value(), cancel);
 }
 
 Result<bool> Sandboxes::Kill(const std::string& id, CancelToken* cancel) {
@@ -366,7 +386,7 @@ Result<Sandbox> Sandboxes::Pause(const std::string& id, CancelToken* cancel) {
   for (;;) {
     auto record = lifecycle_.Get(id, cancel);
     if (!record.ok()) return record.error();
-    if (record->state == "Paused") return Wrap(std::move(record).value());
+    if (record->state == "Paused") return Wrap(std::move(record).value(), cancel);
     if (IsFinalState(record->state)) {
       return MakeError(ErrorCode::kInvalidState, "sandbox " + id + " is " + record->state);
     }

@@ -111,7 +111,10 @@ class Sandboxes {
   Result<std::optional<std::string>> ResolveTemplate(const CreateSpec& spec, CancelToken* cancel);
   Status WaitUntilUsable(const opensandbox::SandboxRecord& created, int64_t deadline_ms,
                          CancelToken* cancel, const ProgressFn& progress);
-  Sandbox Wrap(opensandbox::SandboxRecord record) const;
+  // The Sandbox object of a record: its template from its image, or for a restored
+  // sandbox from its snapshot's name (at most one request per snapshot, remembered).
+  Sandbox Wrap(opensandbox::SandboxRecord record, CancelToken* cancel);
+  std::string TemplateOfSnapshot(const std::string& snapshot_id, CancelToken* cancel);
 
   EndpointCache* upstream_;
   const ProviderConfig* config_;

@@ -23,6 +23,7 @@ bool DecodeSandboxValue(const rapidjson::Value& v, SandboxRecord* out) {
   if (const auto* image = json::GetMember(v, "image"); image && image->IsObject()) {
     out->image = json::GetString(*image, "uri").value_or("");
   }
+  out->snapshot_id = json::GetString(v, "snapshotId").value_or("");
   if (const auto* status = json::GetMember(v, "status"); status && status->IsObject()) {
     out->state = json::GetString(*status, "state").value_or("");
     out->reason = json::GetString(*status, "reason").value_or("");

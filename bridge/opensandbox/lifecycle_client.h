@@ -16,6 +16,7 @@ namespace abx::opensandbox {
 struct SandboxRecord {
   std::string id;
   std::string image;
+  std::string snapshot_id;  // a restored sandbox's source (it has no image)
   std::string state;  // the server's, unknown values kept as they are
   std::string reason;
   std::string message;

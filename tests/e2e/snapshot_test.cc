@@ -84,6 +84,10 @@ TEST_F(SnapshotTest, ARestoreHasTheFilesOfTheSnapshotAndNothingIsLeftInTheSource
   const std::string copy = GetString(restored->result(), "id");
   EXPECT_NE(copy, source);
   EXPECT_EQ(GetString(restored->result(), "image"), "");  // a restore has no image of its own
+  EXPECT_EQ(GetString(restored->result(), "template"), "");  // nor a template: "checkpoint" is not one
+  MessagePtr got_copy = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", copy).str());
+  ASSERT_NE(got_copy, nullptr);
+  EXPECT_EQ(GetString(got_copy->result(), "template"), "") << got_copy->raw;
   EXPECT_EQ(GetString(restored->result(), "state"), "Running");
   EXPECT_EQ(Read(shim, copy, "/root/kept.txt"), "kept across the snapshot");
   // It runs what the source ran, through the launcher kept in the snapshot.
@@ -318,7 +322,9 @@ TEST_F(SnapshotTest, MetadataIsSetAndDeletedByTheServersMergePatch) {
       EXPECT_EQ(GetString(refused->error(), "data.field").rfind("metadata.", 0), 0u) << refused->raw;
     }
   });
-  if (before) EXPECT_EQ(*before, 0) << "a refused patch reached the server";
+  if (before) {
+    EXPECT_EQ(*before, 0) << "a refused patch reached the server";
+  }
   MessagePtr gone = shim->Request("sandbox.set_metadata",
                                   JsonObject().Str("sandbox_id", "no-such").Raw("metadata", R"({"a":"b"})").str());
   EXPECT_EQ(gone->EppCode(), "E8005") << gone->raw;

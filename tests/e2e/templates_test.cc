@@ -94,6 +94,30 @@ TEST_F(TemplatesTest, ABuiltTemplateIsWhatCreateStarts) {
   ASSERT_NE(ran, nullptr);
   EXPECT_EQ(GetString(ran->result(), "stdout"), "from-the-local-file\ndir\n") << ran->raw;
 
+  // Its template shows in get and list, also to a bridge that did not create it: from
+  // the name of the snapshot the server says it was restored from, asked once.
+  StopBridge();
+  EppSession* fresh = StartInitializedShim();
+  ASSERT_NE(fresh, nullptr);
+  const std::string get = JsonObject().Str("sandbox_id", sandbox).str();
+  MessagePtr got = fresh->Request("sandbox.get", get);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(GetString(got->result(), "template"), "e2e-tools") << got->raw;
+  if (!live()) {
+    EXPECT_EQ(UpstreamRequestsDuring([&] { got = fresh->Request("sandbox.get", get); }), 1)
+        << "the snapshot's name is remembered";
+    EXPECT_EQ(GetString(got->result(), "template"), "e2e-tools") << got->raw;
+  }
+  MessagePtr all = fresh->Request("sandbox.list", "{}");
+  ASSERT_NE(all, nullptr);
+  std::string listed_template = "<absent>";
+  if (const rapidjson::Value* sandboxes = Find(all->result(), "sandboxes"); sandboxes && sandboxes->IsArray()) {
+    for (const auto& s : sandboxes->GetArray()) {
+      if (GetString(s, "id") == sandbox) listed_template = GetString(s, "template");
+    }
+  }
+  EXPECT_EQ(listed_template, "e2e-tools") << all->raw;
+
   // Deleted: the name is an image reference again (which the fake's catalog lacks).
   MessagePtr deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-tools").str());
   EXPECT_TRUE(GetBool(deleted->result(), "deleted")) << deleted->raw;

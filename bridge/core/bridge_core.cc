@@ -4,14 +4,14 @@
 #include <tuple>
 
 namespace abx::core {
-Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string build_id) {
+Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string pool_scope) {
   ABX_ASSIGN_OR_RETURN(auto http, opensandbox::HttpCaller::Create());
-  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http), std::move(build_id)));
+  return std::unique_ptr<BridgeCore>(new BridgeCore(std::move(http), std::move(pool_scope)));
 }
 
-BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string build_id)
+BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string pool_scope)
     : http_(std::move(http)),
-      pool_(std::make_unique<WarmPool>(this, std::move(build_id))),
+      pool_(std::make_unique<WarmPool>(this, std::move(pool_scope))),
       background_(kMaxBackgroundThreads) {}
 
 // The pool first, while the background tasks still run: its timers stop re-arming and

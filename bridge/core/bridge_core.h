@@ -23,8 +23,9 @@ namespace abx::core {
 
 class BridgeCore {
  public:
-  // `build_id` keys the warm pool's sandboxes, so two builds never take each other's.
-  static Result<std::unique_ptr<BridgeCore>> Create(std::string build_id = "");
+  // `pool_scope` keys the warm pool's sandboxes: the build (two builds never take each
+  // other's) and a secret of the user's (bridge/daemon/pool_salt.h).
+  static Result<std::unique_ptr<BridgeCore>> Create(std::string pool_scope = "");
   ~BridgeCore();
 
   // The state for the config's server and credential; created on first use, shared after.
@@ -87,7 +88,7 @@ class BridgeCore {
   };
 
  private:
-  BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string build_id);
+  BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string pool_scope);
   std::unique_ptr<opensandbox::HttpCaller> http_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<EndpointCache>> upstreams_;  // by CredentialScope()

@@ -42,10 +42,10 @@ uint64_t Fnv1a(uint64_t hash, const std::string& text) {
 
 }  // namespace
 
-std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name) {
+std::string PoolKey(const std::string& pool_scope, const ProviderConfig& config, const std::string& template_name) {
   uint64_t hash = 14695981039346656037ULL;
   for (const std::string& part :
-       {HostAndUser(), build_id, config.lifecycle_url, config.api_key, ResolveImage(config, template_name), config.platform_os,
+       {HostAndUser(), pool_scope, config.lifecycle_url, config.api_key, ResolveImage(config, template_name), config.platform_os,
         config.platform_arch, config.network_policy_json, config.registry_username, config.pool_ref,
         std::string(config.secure_access ? "secure" : "plain")}) {
     hash = Fnv1a(hash, part);
@@ -90,7 +90,7 @@ struct WarmPool::Scope {
   std::map<std::string, std::shared_ptr<Entry>> entries;  // by template name
 };
 
-WarmPool::WarmPool(BridgeCore* core, std::string build_id) : core_(core), build_id_(std::move(build_id)) {}
+WarmPool::WarmPool(BridgeCore* core, std::string pool_scope) : core_(core), pool_scope_(std::move(pool_scope)) {}
 
 WarmPool::~WarmPool() = default;
 
@@ -103,7 +103,7 @@ void WarmPool::Configure(const ProviderConfig& config) {
     for (auto it = scope.entries.begin(); it != scope.entries.end();) {
       auto wanted = config.pool.find(it->first);
       const bool same = wanted != config.pool.end() && wanted->second > 0 &&
-                        PoolKey(build_id_, config, it->first) == it->second->key;
+                        PoolKey(pool_scope_, config, it->first) == it->second->key;
       if (same) {
         it->second->target = wanted->second;
         it->second->config.pool_ttl_s = config.pool_ttl_s;
@@ -118,7 +118,7 @@ void WarmPool::Configure(const ProviderConfig& config) {
       if (count <= 0 || scope.entries.count(name)) continue;
       auto entry = std::make_shared<Entry>();
       entry->template_name = name;
-      entry->key = PoolKey(build_id_, config, name);
+      entry->key = PoolKey(pool_scope_, config, name);
       entry->config = config;
       entry->upstream = core_->EndpointCacheFor(config);
       entry->target = count;
@@ -370,7 +370,7 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
     entry = found->second;
   }
   // The call's own settings must make the same sandbox as the pool's.
-  if (PoolKey(build_id_, config, name) != entry->key) return std::nullopt;
+  if (PoolKey(pool_scope_, config, name) != entry->key) return std::nullopt;
   const std::string current = CurrentVersion(entry, config, cancel);
   for (int attempt = 0; attempt < kMaxTakeAttempts && !cancel->cancelled(); ++attempt) {
     std::string id, version;

@@ -35,8 +35,10 @@ class BridgeCore;
 inline constexpr const char* kPoolLabel = "abx-pool";
 
 // The abx-pool label of a template's pooled sandboxes: "p" and 16 hex digits of a hash of
-// the build, the server, the credential and what a create of the template sends.
-std::string PoolKey(const std::string& build_id, const ProviderConfig& config, const std::string& template_name);
+// `pool_scope` (the build and the user's secret salt, BridgeCore::Create), the server,
+// the credential and what a create of the template sends. The label is readable on the
+// server: the salt keeps the credential in it from being guessed offline.
+std::string PoolKey(const std::string& pool_scope, const ProviderConfig& config, const std::string& template_name);
 
 // Whether a sandbox.create may take a pooled sandbox (docs/epp1.md §3): the call names
 // nothing but a template, metadata, a timeout and (in provider_options) ready_timeout,
@@ -54,7 +56,7 @@ struct PoolState {
 
 class WarmPool {
  public:
-  WarmPool(BridgeCore* core, std::string build_id);
+  WarmPool(BridgeCore* core, std::string pool_scope);
   ~WarmPool();
   WarmPool(const WarmPool&) = delete;
   WarmPool& operator=(const WarmPool&) = delete;
@@ -104,7 +106,7 @@ class WarmPool {
                                  const ProviderConfig& config, CancelToken* cancel);
 
   BridgeCore* const core_;
-  const std::string build_id_;
+  const std::string pool_scope_;
   // Cancelled by Shutdown: a refill under way stops waiting and its sandbox is killed.
   CancelToken stopping_;
   mutable std::mutex mu_;

@@ -18,6 +18,7 @@
 #include "bridge/base/log.h"
 #include "bridge/daemon/allocator.h"
 #include "bridge/daemon/memory_trimmer.h"
+#include "bridge/daemon/pool_salt.h"
 #include "bridge/daemon/request_pool.h"
 #include "bridge/daemon/descriptor_intake.h"
 #include "bridge/daemon/unix_listener.h"
@@ -130,7 +131,11 @@ int Serve(const ServeOptions& options) {
       UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
   if (!descriptor_listener) log::Error("bridge.descriptor_socket", {{"error", error}});
 
-  auto core = core::BridgeCore::Create(kBuildId);
+  // The warm pool's keys: this build, and the user's secret (pool_salt.h).
+  std::string salt_error;
+  const std::string pool_salt = LoadOrCreatePoolSalt(SocketDirOf(socket_path), &salt_error);
+  if (!salt_error.empty()) log::Warn("pool.salt_unavailable", {{"error", salt_error}});
+  auto core = core::BridgeCore::Create(std::string(kBuildId) + "/" + pool_salt);
   if (!core.ok()) {
     log::Error("bridge.core", {{"error", core.error().message}});
     return 1;

@@ -7,6 +7,8 @@
 // killed outright leaves sandboxes the next bridge adopts.
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -214,6 +216,45 @@ TEST_F(PoolTest, AnOrderlyStopKillsThePoolAndAKilledBridgesPoolIsAdoptedByTheNex
   auto live = LiveSandboxes();
   ASSERT_TRUE(live.has_value());
   EXPECT_EQ(*live, 0);
+}
+
+// The key is hashed with the user's salt beside the socket: a bridge that finds no salt
+// makes a new one, and with it a key of its own, so it adopts nothing.
+TEST_F(PoolTest, TheKeyHoldsTheUsersSaltKeptPrivateBesideTheSocket) {
+  ASSERT_TRUE(fake().SetFaults(R"({"start_ms":0})"));
+  EppSession* shim = PoolShim("base=1");
+  ASSERT_NE(shim, nullptr);
+  ASSERT_TRUE(WaitReady(shim, "base", 1));
+  const std::vector<std::string> first = PooledOnServer(shim);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string salt = socket_dir() + "/pool-salt";
+  struct stat st;
+  ASSERT_EQ(::stat(salt.c_str(), &st), 0) << salt;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto pid = BridgePid();
+  ASSERT_TRUE(pid.has_value());
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  std::this_thread::sleep_for(Millis(300));
+  ASSERT_EQ(::unlink(salt.c_str()), 0);
+  EppSession* next = PoolShim("base=1");
+  ASSERT_NE(next, nullptr);
+  ASSERT_TRUE(WaitReady(next, "base", 1));
+  std::vector<std::string> now = PooledOnServer(next);
+  EXPECT_EQ(now.size(), 2u) << "the earlier sandbox was adopted under a new salt";
+  EXPECT_NE(std::find(now.begin(), now.end(), first[0]), now.end()) << "the earlier one is left to expire";
+  // Labels differ: the same build, server, key and template under two salts.
+  std::set<std::string> labels;
+  MessagePtr listed = next->Request("sandbox.list", R"({"state":["Running"]})");
+  ASSERT_NE(listed, nullptr);
+  for (const auto& s : listed->result()["sandboxes"].GetArray()) {
+    if (s["metadata"].IsObject() && s["metadata"].HasMember("abx-pool")) {
+      labels.insert(s["metadata"]["abx-pool"].GetString());
+    }
+  }
+  EXPECT_EQ(labels.size(), 2u);
+  MessagePtr killed = next->Request("sandbox.kill", JsonObject().Str("sandbox_id", first[0]).str());
+  EXPECT_FALSE(killed->IsError()) << killed->raw;
 }
 
 TEST_F(PoolTest, ThirtyTwoCreatesAtOnceFromAPoolOfFour) {

@@ -62,6 +62,12 @@ void Error(std::string_view event, std::initializer_list<Field> fields) {
 }
 
 void RegisterSecret(const std::string& secret) {
+  // A value configured with blanks around it is used trimmed (config.cc): both forms.
+  const size_t first = secret.find_first_not_of(" \t\r\n");
+  const size_t last = secret.find_last_not_of(" \t\r\n");
+  if (first != std::string::npos && (first > 0 || last + 1 < secret.size())) {
+    RegisterSecret(secret.substr(first, last - first + 1));
+  }
   if (secret.size() < 4) return;
   std::lock_guard<std::mutex> lock(Mu());
   Secrets().insert(secret);

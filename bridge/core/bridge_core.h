@@ -23,8 +23,8 @@ namespace abx::core {
 
 class BridgeCore {
  public:
-  // `pool_scope` keys the warm pool's sandboxes: the build (two builds never take each
-  // other's) and a secret of the user's (bridge/daemon/pool_salt.h).
+  // `pool_scope` keys the warm pool's sandboxes: the build and socket (two daemons never
+  // take each other's) and a secret of the user's (bridge/daemon/pool_salt.h).
   static Result<std::unique_ptr<BridgeCore>> Create(std::string pool_scope = "");
   ~BridgeCore();
 

@@ -8,6 +8,7 @@
 
 #include "bridge/base/log.h"
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/metadata_labels.h"
 #include "bridge/core/templates.h"
 
 namespace abx::core {
@@ -71,10 +72,9 @@ struct WarmPool::Entry {
   // Under WarmPool::mu_.
   int target = 0;
   std::deque<std::string> ready;
-  // The template version (snapshot id) each ready sandbox was made from, "" when the
-  // name is no template of ours (or it was adopted): a rebuilt template's old ones are
-  // never handed out.
-  std::map<std::string, std::string> made_from;
+  // The template version (snapshot id) each ready sandbox was made from, as the server
+  // shows it ("" for an image): a rebuilt template's old ones are never handed out.
+  std::map<std::string, std::string> made_from;  // the server's snapshotId of each
   std::set<std::string> being_renewed;  // not handed out while their renewal is under way
   int creating = 0;
   int64_t taken = 0;
@@ -83,7 +83,10 @@ struct WarmPool::Entry {
   bool backing_off = false;  // a retry is scheduled
   bool adopting = true;      // the server's sandboxes of this key are being looked for
   bool renewing = false;     // the renewal timer runs
+  uint64_t renewal_generation = 0;  // a timer of an earlier generation does nothing
   bool retired = false;      // no longer configured: its sandboxes are killed
+  // Cancelled when it is retired or the pool stops: its refills under way stop waiting.
+  CancelToken stop;
 };
 
 struct WarmPool::Scope {
@@ -95,7 +98,7 @@ WarmPool::WarmPool(BridgeCore* core, std::string pool_scope) : core_(core), pool
 WarmPool::~WarmPool() = default;
 
 void WarmPool::Configure(const ProviderConfig& config) {
-  std::vector<std::shared_ptr<Entry>> started, retired;
+  std::vector<std::shared_ptr<Entry>> started, retired, renew_now;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
@@ -105,12 +108,23 @@ void WarmPool::Configure(const ProviderConfig& config) {
       const bool same = wanted != config.pool.end() && wanted->second > 0 &&
                         PoolKey(pool_scope_, config, it->first) == it->second->key;
       if (same) {
-        it->second->target = wanted->second;
-        it->second->config.pool_ttl_s = config.pool_ttl_s;
+        Entry& entry = *it->second;
+        entry.target = wanted->second;
+        // What the key leaves out (the execd token, the proxy, the timeouts) is the
+        // newest session's too: a fixed setting reaches refills and renewals.
+        const bool ttl_changed = entry.config.pool_ttl_s != config.pool_ttl_s;
+        entry.config = config;
+        if (ttl_changed && !entry.adopting) {
+          // The armed timer has the old period: a new one, and the new timeout at once.
+          ++entry.renewal_generation;
+          entry.renewing = false;
+          renew_now.push_back(it->second);
+        }
         ++it;
         continue;
       }
       it->second->retired = true;
+      it->second->stop.Cancel();
       retired.push_back(it->second);
       it = scope.entries.erase(it);
     }
@@ -138,6 +152,7 @@ void WarmPool::Configure(const ProviderConfig& config) {
     for (const std::string& id : ids) KillLater(entry, id);
   }
   for (auto& entry : started) core_->RunInBackground([this, entry] { Adopt(entry); });
+  for (auto& entry : renew_now) core_->RunInBackground([this, entry] { Renew(entry); });
   // A count raised on an entry that exists: its missing sandboxes start now.
   std::vector<std::shared_ptr<Entry>> all;
   {
@@ -158,6 +173,7 @@ void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
   Sandboxes sandboxes(entry->upstream.get(), &config);
   CancelToken never;
   std::vector<std::string> found, pending;
+  std::map<std::string, std::string> snapshot_of;  // the version each was made from
   std::string cursor;
   do {
     auto page = sandboxes.List({"Running", "Pending"}, {{kPoolLabel, entry->key}}, 200, cursor, &never);
@@ -168,17 +184,20 @@ void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
     for (const Sandbox& s : page->sandboxes) {
       // A Pending one is a dead daemon's half-made sandbox: killed with the surplus.
       (s.record.state == "Running" ? found : pending).push_back(s.record.id);
+      snapshot_of[s.record.id] = s.record.snapshot_id;
     }
     cursor = page->next_cursor.value_or("");
   } while (!cursor.empty());
   std::vector<std::string> surplus;
+  size_t adopted = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& id : found) {
       if (dying_.count(id)) continue;  // an earlier pool's, being killed
       if (!stopped_ && !entry->retired && static_cast<int>(entry->ready.size()) < entry->target) {
         entry->ready.push_back(id);
-        entry->made_from[id] = "";
+        entry->made_from[id] = snapshot_of[id];
+        ++adopted;
       } else {
         surplus.push_back(id);
       }
@@ -188,9 +207,9 @@ void WarmPool::Adopt(std::shared_ptr<Entry> entry) {
     }
     entry->adopting = false;
   }
-  if (!found.empty()) {
+  if (!found.empty() || !pending.empty()) {
     log::Info("pool.adopted", {{"template", entry->template_name},
-                               {"adopted", std::to_string(found.size() - surplus.size())},
+                               {"adopted", std::to_string(adopted)},
                                {"killed", std::to_string(surplus.size())}});
   }
   for (const std::string& id : surplus) KillQuietly(entry, id);
@@ -222,11 +241,12 @@ bool WarmPool::IsTemplateOfOurs(const ProviderConfig& config, const std::string&
   return name != "base" && !config.image_aliases.count(name) && CheckTemplateName("template", name).ok();
 }
 
-std::string WarmPool::CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config,
-                                     CancelToken* cancel) {
+std::optional<std::string> WarmPool::CurrentVersion(const std::shared_ptr<Entry>& entry,
+                                                    const ProviderConfig& config, CancelToken* cancel) {
   if (!IsTemplateOfOurs(config, entry->template_name)) return "";
   auto found = TemplateSnapshot(entry->upstream.get(), config, entry->template_name, cancel);
-  return found.ok() && *found ? **found : "";
+  if (!found.ok()) return std::nullopt;  // unknown now: no reason to throw good ones away
+  return *found ? **found : "";
 }
 
 void WarmPool::KillLater(const std::shared_ptr<Entry>& entry, const std::string& id) {
@@ -256,18 +276,18 @@ void WarmPool::Refill(std::shared_ptr<Entry> entry) {
   spec.template_name = entry->template_name;
   spec.timeout_s = config.pool_ttl_s;
   spec.metadata = {{kPoolLabel, entry->key}};
-  const std::string version = CurrentVersion(entry, config, &stopping_);
   Sandboxes sandboxes(entry->upstream.get(), &config);
-  auto made = sandboxes.Create(spec, &stopping_, {});
+  auto made = sandboxes.Create(spec, &entry->stop, {});
   bool kill = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --entry->creating;
     if (made.ok()) {
       kill = stopped_ || entry->retired;
+      if (kill) dying_.insert(made->record.id);  // not adopted by a pool that replaces this one
       if (!kill) {
         entry->ready.push_back(made->record.id);
-        entry->made_from[made->record.id] = version;
+        entry->made_from[made->record.id] = made->record.snapshot_id;
         entry->last_error.clear();
         entry->backoff = std::chrono::milliseconds(0);
       }
@@ -292,20 +312,27 @@ void WarmPool::Refill(std::shared_ptr<Entry> entry) {
     log::Warn("pool.refill_failed", {{"template", entry->template_name}, {"error", made.error().message}});
     return;
   }
-  if (kill) KillQuietly(entry, made->record.id);
+  if (kill) {
+    KillQuietly(entry, made->record.id);
+    std::lock_guard<std::mutex> lock(mu_);
+    dying_.erase(made->record.id);
+  }
 }
 
 void WarmPool::ScheduleRenewal(const std::shared_ptr<Entry>& entry) {
   std::chrono::milliseconds period;
+  uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_ || entry->retired || entry->renewing) return;
     entry->renewing = true;
+    generation = entry->renewal_generation;
     period = std::chrono::milliseconds(entry->config.pool_ttl_s * 1000LL / kRenewalsPerTtl);
   }
-  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + period, [this, entry] {
+  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + period, [this, entry, generation] {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (generation != entry->renewal_generation) return;  // replaced (pool_ttl changed)
       entry->renewing = false;
     }
     Renew(entry);
@@ -371,7 +398,12 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
   }
   // The call's own settings must make the same sandbox as the pool's.
   if (PoolKey(pool_scope_, config, name) != entry->key) return std::nullopt;
-  const std::string current = CurrentVersion(entry, config, cancel);
+  // Metadata the server's label rules refuse: the normal create says so, and no pooled
+  // sandbox is spent on it.
+  for (const auto& [key, value] : spec.metadata) {
+    if (!LabelKeyProblem(key).empty() || !LabelValueProblem(value).empty()) return std::nullopt;
+  }
+  const std::optional<std::string> current = CurrentVersion(entry, config, cancel);
   for (int attempt = 0; attempt < kMaxTakeAttempts && !cancel->cancelled(); ++attempt) {
     std::string id, version;
     {
@@ -384,15 +416,18 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
       entry->ready.erase(it);
       version = entry->made_from[id];
       entry->made_from.erase(id);
-      ++entry->taken;
     }
     Fill(entry);  // its replacement starts at once
-    if (version != current) {  // made from a version of the template since replaced
+    if (current && version != *current) {  // made from a version of the template since replaced
       log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", "stale"}});
       KillLater(entry, id);
       continue;
     }
-    if (auto taken = TryTake(entry, id, spec, config, cancel)) return taken;
+    if (auto taken = TryTake(entry, id, spec, config, cancel)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++entry->taken;
+      return taken;
+    }
   }
   return std::nullopt;
 }
@@ -425,7 +460,8 @@ std::optional<Sandbox> WarmPool::TryTake(const std::shared_ptr<Entry>& entry, co
   if (!execd.ok()) return fail("execd: " + execd.error().message);
   Status ping = execd->Ping(cancel, kTakePingMs);
   if (!ping.ok()) return fail("execd: " + ping.error().message);
-  sandbox.template_name = spec.template_name.empty() ? "base" : spec.template_name;
+  // As a normal create names it (from the image or the template's snapshot, Wrap).
+  if (sandbox.template_name.empty()) sandbox.template_name = sandboxes.TemplateOf(ResolveImage(config, spec.template_name));
   return sandbox;
 }
 
@@ -468,9 +504,9 @@ void WarmPool::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    stopping_.Cancel();
     for (auto& [scope_name, scope] : scopes_) {
       for (auto& [name, entry] : scope.entries) {
+        entry->stop.Cancel();
         for (const std::string& id : entry->ready) kills.emplace_back(entry, id);
         entry->ready.clear();
         entry->made_from.clear();

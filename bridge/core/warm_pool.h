@@ -99,16 +99,14 @@ class WarmPool {
   // The kill in the background; until it is done, no adoption takes `id`.
   void KillLater(const std::shared_ptr<Entry>& entry, const std::string& id);
   // The newest version (snapshot id) of the entry's template when it is one of the
-  // provider's templates, else "".
-  std::string CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config, CancelToken* cancel);
+  // provider's templates, else ""; nullopt when the server could not say.
+  std::optional<std::string> CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config, CancelToken* cancel);
   static bool IsTemplateOfOurs(const ProviderConfig& config, const std::string& name);
   std::optional<Sandbox> TryTake(const std::shared_ptr<Entry>& entry, const std::string& id, const CreateSpec& spec,
                                  const ProviderConfig& config, CancelToken* cancel);
 
   BridgeCore* const core_;
   const std::string pool_scope_;
-  // Cancelled by Shutdown: a refill under way stops waiting and its sandbox is killed.
-  CancelToken stopping_;
   mutable std::mutex mu_;
   std::map<std::string, Scope> scopes_;  // by ProviderConfig::CredentialScope()
   std::set<std::string> dying_;          // sandboxes whose kill is under way

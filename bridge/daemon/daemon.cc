@@ -131,11 +131,13 @@ int Serve(const ServeOptions& options) {
       UnixListener::Bind(DescriptorSocketPathFor(socket_path), &error);
   if (!descriptor_listener) log::Error("bridge.descriptor_socket", {{"error", error}});
 
-  // The warm pool's keys: this build, and the user's secret (pool_salt.h).
+  // The warm pool's keys: this build at this socket (two daemons of one build on two
+  // sockets never take each other's; the next daemon at the same one adopts), and the
+  // user's secret (pool_salt.h).
   std::string salt_error;
   const std::string pool_salt = LoadOrCreatePoolSalt(SocketDirOf(socket_path), &salt_error);
   if (!salt_error.empty()) log::Warn("pool.salt_unavailable", {{"error", salt_error}});
-  auto core = core::BridgeCore::Create(std::string(kBuildId) + "/" + pool_salt);
+  auto core = core::BridgeCore::Create(std::string(kBuildId) + "/" + socket_path + "/" + pool_salt);
   if (!core.ok()) {
     log::Error("bridge.core", {{"error", core.error().message}});
     return 1;

@@ -13,13 +13,14 @@ namespace {
 constexpr size_t kSaltBytes = 16;
 constexpr char kFileName[] = "pool-salt";
 
+// "" when the kernel gives no randomness (then nothing is kept).
 std::string RandomSalt() {
   unsigned char bytes[kSaltBytes];
   size_t got = 0;
   while (got < sizeof bytes) {
     const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) return "";
     got += static_cast<size_t>(n);
   }
   static const char kHex[] = "0123456789abcdef";
@@ -55,9 +56,14 @@ std::string ReadSalt(const std::string& path) {
 std::string LoadOrCreatePoolSalt(const std::string& dir, std::string* error) {
   const std::string path = dir + "/" + kFileName;
   if (std::string salt = ReadSalt(path); !salt.empty()) return salt;
+  const std::string salt = RandomSalt();
+  if (salt.empty()) {
+    // No randomness: a salt of the process's own, guessable, never kept.
+    *error = std::string("no random bytes (") + std::strerror(errno) + "); this daemon's pool will not be adopted by the next";
+    return "pid-" + std::to_string(getpid());
+  }
   // Written under a name of this process's own, then linked into place: link() fails
   // when the name exists, so a reader never sees half a salt and two daemons agree.
-  const std::string salt = RandomSalt();
   const std::string temporary = path + "." + std::to_string(getpid()) + "." + RandomSalt().substr(0, 8);
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   bool written = fd >= 0 && write(fd, salt.data(), salt.size()) == static_cast<ssize_t>(salt.size());

@@ -128,6 +128,14 @@ TEST_F(PoolTest, ACallThatCannotTakeOneCreatesAsBefore) {
   }
   EXPECT_EQ(PoolField(shim, "base", "taken"), 0);
   EXPECT_EQ(PoolField(shim, "base", "ready"), 1);
+  // Metadata the server's label rules refuse: the answer is a normal create's, and no
+  // pooled sandbox is spent on it (none killed, none being replaced).
+  MessagePtr refused = shim->Request("sandbox.create", R"({"template":"base","metadata":{"no spaces":"x"}})",
+                                     Millis(30000));
+  ASSERT_NE(refused, nullptr);
+  EXPECT_FALSE(refused->IsError() ? false : refused->result().HasMember("pooled")) << refused->raw;
+  EXPECT_EQ(PoolField(shim, "base", "ready"), 1);
+  EXPECT_EQ(PoolField(shim, "base", "creating"), 0);
   // ready_timeout is the one provider option a pooled create may carry.
   MessagePtr pooled = shim->Request("sandbox.create", R"({"provider_options":{"ready_timeout":30}})", Millis(30000));
   ASSERT_FALSE(pooled->IsError()) << pooled->raw;

@@ -65,6 +65,13 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 // A secret with a quote and a backslash, so its JSON-escaped form differs from it.
+// A key configured with blanks around it is used trimmed: that form is masked too.
+TEST(LogTest, ASecretIsMaskedAlsoWithoutTheBlanksAroundIt) {
+  RegisterSecret("  key-with-blanks-4242\n");
+  const std::string scrubbed = Scrub("refused key key-with-blanks-4242 here");
+  EXPECT_EQ(scrubbed.find("key-with-blanks-4242"), std::string::npos) << scrubbed;
+}
+
 std::string Secret(int k) { return "s3cr\"et\\" + std::to_string(1000 + k) + "-tok"; }
 std::string Escaped(int k) { return "s3cr\\\"et\\\\" + std::to_string(1000 + k) + "-tok"; }
 

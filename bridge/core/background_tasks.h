@@ -13,16 +13,20 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace abx::core {
 
 // Work that may outlive the request that starts it, as a core class sees it
 // (BridgeCore::Runner): `run_after` runs a task after a delay without holding a thread
-// meanwhile; `stopping` says the daemon is going away, so polling should end.
+// meanwhile; `stopping` says the daemon is going away, so polling should end;
+// `keep_alive` keeps an idle daemon from exiting while its result is held (work owed to
+// the server, such as deleting a snapshot nobody got an answer for).
 struct BackgroundRunner {
   std::function<void(std::chrono::milliseconds, std::function<void()>)> run_after;
   std::function<bool()> stopping;
+  std::function<std::shared_ptr<void>()> keep_alive;
 };
 
 class BackgroundTasks {

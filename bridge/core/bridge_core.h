@@ -74,8 +74,17 @@ class BridgeCore {
         [this](std::chrono::milliseconds delay, std::function<void()> task) {
           RunInBackgroundAt(std::chrono::steady_clock::now() + delay, std::move(task));
         },
-        [this] { return background_.stopping(); }};
+        [this] { return background_.stopping(); },
+        [this] { return KeepAlive(); }};
   }
+
+  // Held while work owed to the server is under way with no session waiting for it: an
+  // idle daemon does not exit before it is done (an orderly stop still does).
+  std::shared_ptr<void> KeepAlive() {
+    ++keep_alives_;
+    return std::shared_ptr<void>(nullptr, [this](void*) { --keep_alives_; });
+  }
+  int64_t keep_alives() const { return keep_alives_.load(); }
 
   // Held by a running exec stream, for the stats.
   class StreamLease {
@@ -100,6 +109,7 @@ class BridgeCore {
   std::atomic<int64_t> early_writes_used_{0};
   std::atomic<int64_t> early_writes_dropped_{0};
   std::atomic<int64_t> streams_active_{0};
+  std::atomic<int64_t> keep_alives_{0};
   // Before background_: its tasks use the pool, so it goes after them.
   std::unique_ptr<WarmPool> pool_;
   // Last: destroyed first, waiting for its tasks while everything they use still exists.

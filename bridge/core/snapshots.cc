@@ -169,6 +169,7 @@ struct Abandoned {
   std::function<void()> release;
   BackgroundRunner background;
   std::chrono::steady_clock::time_point give_up;
+  std::shared_ptr<void> keep_alive;  // the daemon does not idle out meanwhile
 };
 
 void SettleStep(const std::shared_ptr<Abandoned>& a) {
@@ -202,6 +203,7 @@ void Snapshots::DeleteWhenSettled(const std::string& id, std::function<void()> r
   abandoned->release = std::move(release);
   abandoned->background = background_;
   abandoned->give_up = std::chrono::steady_clock::now() + kSettleWaitLimit;
+  if (background_.keep_alive) abandoned->keep_alive = background_.keep_alive();
   background_.run_after(std::chrono::milliseconds(0), [abandoned] { SettleStep(abandoned); });
 }
 

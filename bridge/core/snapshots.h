@@ -56,8 +56,9 @@ class Snapshots {
   Result<std::function<void()>> HoldSavedEntrypoint(const opensandbox::SandboxRecord& source, CancelToken* cancel);
   // After a cancel or a timeout: asks about the snapshot once a second in the background
   // (no thread held in between) until it leaves Creating, deletes it, then calls
-  // `release`. Given up after an hour, or when the daemon stops: the snapshot and the
-  // launcher are then left, and the log says so.
+  // `release`. Meanwhile an idle daemon does not exit (BackgroundRunner::keep_alive).
+  // Given up after an hour, or at an orderly stop: the snapshot and the launcher are
+  // then left, and the log says so.
   void DeleteWhenSettled(const std::string& id, std::function<void()> release);
 
   std::shared_ptr<EndpointCache> upstream_;

@@ -280,6 +280,38 @@ TEST_F(SnapshotTest, ASnapshotNobodyGotAnAnswerForIsDeleted) {
   EXPECT_TRUE(LauncherGone(shim, source));
 }
 
+// The deletion is owed to the server: a bridge whose last session has gone does not idle
+// out before the capture is over and the snapshot deleted; then it does.
+TEST_F(SnapshotTest, AnIdleBridgeExitsOnlyOnceAnAbandonedSnapshotIsDeleted) {
+  REQUIRE_FAKE("the fake's snapshot_capture_ms fault");
+  EppSession* shim = StartInitializedShim({{"ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT", "1"}});
+  ASSERT_NE(shim, nullptr);
+  MessagePtr created = shim->Request("sandbox.create", "{}", Millis(30000));
+  ASSERT_NE(created, nullptr);
+  const std::string source = GetString(created->result(), "id");
+  ASSERT_FALSE(source.empty()) << created->raw;
+  ASSERT_TRUE(fake().SetFaults(R"({"snapshot_capture_ms":5000})"));
+  const int64_t cancelled = shim->SendRequest("sandbox.snapshot", JsonObject().Str("sandbox_id", source).str());
+  ASSERT_TRUE(SnapshotsBecome(1, Millis(5000))) << "the snapshot was never begun";
+  ASSERT_TRUE(shim->Notify("$/cancel", JsonObject().Int("id", cancelled).str()));
+  MessagePtr answer = shim->WaitResponse(cancelled);
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer->EppCode(), "E8009") << answer->raw;
+  shim->CloseStdin();
+  ASSERT_TRUE(shim->WaitExit(Millis(10000)).has_value());
+  const auto ended = Clock::now();
+
+  // Well past the idle timeout, the capture still under way: the bridge is up.
+  std::this_thread::sleep_for(Millis(2500));
+  EXPECT_FALSE(BridgeProcesses().empty()) << "the bridge idled out with a snapshot still owed a deletion";
+  EXPECT_TRUE(SnapshotsBecome(0, Millis(15000))) << "the abandoned snapshot was left";
+  // Then it goes.
+  const auto deadline = Clock::now() + Millis(10000);
+  while (!BridgeProcesses().empty() && Clock::now() < deadline) std::this_thread::sleep_for(Millis(100));
+  EXPECT_TRUE(BridgeProcesses().empty()) << "the bridge never idled out";
+  EXPECT_GT(Clock::now() - ended, Millis(4000));
+}
+
 TEST_F(SnapshotTest, AServerWithoutSnapshotsIsE8007) {
   REQUIRE_FAKE("a fake without snapshots");
   ASSERT_TRUE(RestartFake({"--no-snapshots"}));

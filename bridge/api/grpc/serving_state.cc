@@ -37,7 +37,9 @@ bool ServingState::WaitForExit(std::chrono::seconds idle) {
   for (;;) {
     if (draining_) return false;
     const auto now = std::chrono::steady_clock::now();
-    if (idle.count() > 0 && sessions_active_ == 0 &&
+    // Work owed to the server (a snapshot nobody got an answer for, to be deleted once
+    // the server is done with it) keeps an idle daemon up; an orderly stop does not wait.
+    if (idle.count() > 0 && sessions_active_ == 0 && core_->keep_alives() == 0 &&
         now - last_activity_ >= idle) {
       return true;
     }

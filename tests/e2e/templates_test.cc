@@ -37,6 +37,27 @@ class TemplatesTest : public TestEnv {
                                  .str());
   }
   std::optional<FakeStats> Stats() { return live() ? std::nullopt : fake().Stats(); }
+  // Waits until the fake holds no sandbox and no snapshot.
+  bool NothingLeft(Millis within = Millis(15000)) {
+    const auto deadline = Clock::now() + within;
+    while (Clock::now() < deadline) {
+      auto stats = Stats();
+      if (stats && stats->live_sandboxes == 0 && stats->snapshots == 0) return true;
+      std::this_thread::sleep_for(Millis(100));
+    }
+    return false;
+  }
+  // Waits for the build's $/progress phase.
+  bool PhaseReached(EppSession* shim, int64_t id, const std::string& phase, Millis within = Millis(30000)) {
+    const auto deadline = Clock::now() + within;
+    while (Clock::now() < deadline) {
+      for (const MessagePtr& n : shim->NotificationsByMethod("$/progress")) {
+        if (GetInt(n->params(), "id") == id && GetString(n->params(), "phase") == phase) return true;
+      }
+      std::this_thread::sleep_for(Millis(50));
+    }
+    return false;
+  }
 };
 
 TEST_F(TemplatesTest, ABuiltTemplateIsWhatCreateStarts) {
@@ -231,6 +252,42 @@ TEST_F(TemplatesTest, ACancelledBuildLeavesNothingAndARebuildNeverFailsACreate) 
   EXPECT_EQ(GetString(read->result(), "data"), "v2\n") << read->raw;
   MessagePtr deleted = shim->Request("templates.delete", JsonObject().Str("name", "e2e-rebuilt").str());
   EXPECT_TRUE(GetBool(deleted->result(), "deleted")) << deleted->raw;
+}
+
+// A build's timeout, a cancel while its snapshot is being taken, and the end of stdin
+// while it runs: each leaves no sandbox and no snapshot.
+TEST_F(TemplatesTest, ATimeoutACancelInTheSnapshotAndTheEndOfStdinLeaveNothing) {
+  REQUIRE_FAKE("the fake's stats and its snapshot_capture_ms fault");
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  MessagePtr timed_out = shim->Request(
+      "templates.build", JsonObject().Str("name", "e2e-timeout").Raw("run", R"(["sleep 30"])").Int("timeout", 2).str(),
+      kBuildTimeout);
+  ASSERT_NE(timed_out, nullptr);
+  EXPECT_EQ(timed_out->EppCode(), "E8006") << timed_out->raw;
+  EXPECT_TRUE(NothingLeft());
+
+  ASSERT_TRUE(fake().SetFaults(R"({"snapshot_capture_ms":3000})"));
+  const int64_t cancelled = StartBuild(shim, "e2e-cancel-snapshot", R"(["true"])");
+  ASSERT_TRUE(PhaseReached(shim, cancelled, "snapshot"));
+  for (int i = 0; i < 100 && Stats()->snapshots == 0; ++i) std::this_thread::sleep_for(Millis(50));
+  ASSERT_EQ(Stats()->snapshots, 1) << "the snapshot was never begun";
+  ASSERT_TRUE(shim->Notify("$/cancel", JsonObject().Int("id", cancelled).str()));
+  MessagePtr answer = shim->WaitResponse(cancelled, Millis(20000));
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer->EppCode(), "E8009") << answer->raw;
+  EXPECT_TRUE(NothingLeft()) << "the snapshot begun for the build, or its sandbox, was left";
+  MessagePtr listed = shim->Request("templates.list", "{}");
+  EXPECT_EQ(listed->raw.find("e2e-cancel-snapshot"), std::string::npos) << listed->raw;
+
+  ASSERT_TRUE(fake().SetFaults(R"({"snapshot_capture_ms":0})"));
+  EppSession* leaving = StartInitializedShim();
+  ASSERT_NE(leaving, nullptr);
+  const int64_t left = StartBuild(leaving, "e2e-stdin", R"(["sleep 30"])");
+  ASSERT_TRUE(PhaseReached(leaving, left, "run"));
+  leaving->CloseStdin();
+  EXPECT_TRUE(leaving->WaitExit(Millis(20000)).has_value());
+  EXPECT_TRUE(NothingLeft());
 }
 
 // The CLI a person uses: `template build NAME --from … --file LOCAL:PATH --run …` prints

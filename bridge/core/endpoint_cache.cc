@@ -178,6 +178,7 @@ void EndpointCache::StoreTemplates(std::map<std::string, std::string> index, uin
 void EndpointCache::ForgetTemplates() {
   std::lock_guard<std::mutex> lock(templates_mu_);
   templates_.reset();
+  snapshot_templates_.clear();  // a deleted version's name is asked for again (404: none)
   ++templates_generation_;
 }
 

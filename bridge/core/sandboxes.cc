@@ -71,11 +71,17 @@ Sandbox Sandboxes::Wrap(opensandbox::SandboxRecord record, CancelToken* cancel) 
 
 std::string Sandboxes::TemplateOfSnapshot(const std::string& snapshot_id, CancelToken* cancel) {
   if (auto known = upstream_->SnapshotTemplate(snapshot_id)) return *known;
+  if (unreadable_snapshots_.count(snapshot_id)) return "";
   auto snapshot = lifecycle_.GetSnapshot(snapshot_id, cancel);
   if (!snapshot.ok()) {
     // Gone (a template's older version is deleted once a newer one is Ready): no name
-    // to find, ever. Any other failure is not worth failing the call for: asked again.
-    if (snapshot.error().code == ErrorCode::kNotFound) upstream_->NoteSnapshotTemplate(snapshot_id, "");
+    // to find, ever. Any other failure is not worth failing the call for: asked again
+    // by a later call, not for each of this one's sandboxes.
+    if (snapshot.error().code == ErrorCode::kNotFound) {
+      upstream_->NoteSnapshotTemplate(snapshot_id, "");
+    } else {
+      unreadable_snapshots_.insert(snapshot_id);
+    }
     return "";
   }
   const std::string prefix = kTemplateSnapshotPrefix;
@@ -251,6 +257,7 @@ Result<Sandbox> Sandboxes::CreateRegistered(const CreateSpec& requested, int64_t
   if (out.image.empty() && spec.snapshot_id.empty() && PoolRefOf(spec).empty()) {
     out.image = ResolveImage(spec.template_name);
   }
+  if (out.snapshot_id.empty()) out.snapshot_id = spec.snapshot_id;  // the create's answer has none
   if (template_snapshot) upstream_->NoteSnapshotTemplate(*template_snapshot, requested.template_name);
   Sandbox sandbox = Wrap(std::move(out), cancel);
   if (template_snapshot) sandbox.template_name = requested.template_name;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,7 @@ class Sandboxes {
   EndpointCache* upstream_;
   const ProviderConfig* config_;
   opensandbox::LifecycleClient lifecycle_;
+  std::set<std::string> unreadable_snapshots_;  // this object's calls do not ask again
 };
 
 }  // namespace abx::core

@@ -222,23 +222,35 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
   // the next output, which changes nothing unless it had been undone (the kernel signals
   // SIGWINCH only for a new size).
   Status Resize(int cols, int rows) {
-    std::string frame = opensandbox::PtyResizeFrame(cols, rows);
+    const std::string frame = opensandbox::PtyResizeFrame(cols, rows);
     {
+      // Before the frame goes: output that follows it must find this set.
       std::lock_guard<std::mutex> lock(mu_);
       resize_to_repeat_ = frame;
       output_at_resize_ = end_;
     }
-    return Send(true, std::move(frame), 0);
+    Status sent = Send(true, frame, 0);
+    if (!sent.ok()) {  // refused (ended, or too much waiting): not repeated either
+      std::lock_guard<std::mutex> lock(mu_);
+      if (resize_to_repeat_ == frame) resize_to_repeat_.clear();
+    }
+    return sent;
   }
 
   // After a resize, waits (at most `timeout_ms`) until the size holds: output followed
   // it, so its repetition is queued ahead of anything sent after this returns. Output
   // already shown before it means the program had set up its terminal: no wait.
-  void WaitSizeSettled(int64_t timeout_ms) {
+  void WaitSizeSettled(int64_t timeout_ms, CancelToken* cancel) {
     std::unique_lock<std::mutex> lock(mu_);
     if (output_at_resize_ > 0) return;
-    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                 [&] { return resize_to_repeat_.empty() || ended_ || stopping_; });
+    // In slices: a cancel does not notify cv_.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!cancel->cancelled() && std::chrono::steady_clock::now() < deadline) {
+      if (cv_.wait_for(lock, std::chrono::milliseconds(50),
+                       [&] { return resize_to_repeat_.empty() || ended_ || stopping_; })) {
+        return;
+      }
+    }
   }
 
   // A terminal whose connection was given up (taken over elsewhere, or lost): connect
@@ -841,7 +853,13 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
     // Answered once the terminal runs at its size (docs/epp1.md §3, pty.open): a shell
     // shows its prompt within milliseconds; a program that prints nothing costs the bound.
     terminal->Resize(spec.cols, spec.rows);
-    terminal->WaitSizeSettled(kSizeSettleMs);
+    terminal->WaitSizeSettled(kSizeSettleMs, cancel);
+    if (cancel->cancelled()) {
+      terminal->Abort();
+      CancelToken uncancellable;
+      execd.DeletePty(pty_id, &uncancellable);
+      return MakeError(ErrorCode::kCancelled, "opening terminal " + pty_id + " was cancelled");
+    }
   }
   upstream_->terminals().Add(terminal);
   if (holder) {

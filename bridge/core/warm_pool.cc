@@ -84,6 +84,8 @@ struct WarmPool::Entry {
   bool adopting = true;      // the server's sandboxes of this key are being looked for
   bool renewing = false;     // the renewal timer runs
   uint64_t renewal_generation = 0;  // a timer of an earlier generation does nothing
+  bool renewal_running = false;     // a Renew round is under way
+  bool renewal_again = false;       // ... and another was asked for meanwhile
   bool retired = false;      // no longer configured: its sandboxes are killed
   // Cancelled when it is retired or the pool stops: its refills under way stop waiting.
   CancelToken stop;
@@ -340,6 +342,28 @@ void WarmPool::ScheduleRenewal(const std::shared_ptr<Entry>& entry) {
 }
 
 void WarmPool::Renew(std::shared_ptr<Entry> entry) {
+  // One round at a time: two (a changed pool_ttl's and the timer's) could each set a
+  // sandbox's timeout, the older value last, or clear each other's being_renewed mark.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entry->renewal_running) {
+      entry->renewal_again = true;
+      return;
+    }
+    entry->renewal_running = true;
+  }
+  for (;;) {
+    RenewOnce(entry);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!entry->renewal_again) {
+      entry->renewal_running = false;
+      return;
+    }
+    entry->renewal_again = false;
+  }
+}
+
+void WarmPool::RenewOnce(const std::shared_ptr<Entry>& entry) {
   ProviderConfig config;
   std::vector<std::string> ids;
   {

@@ -95,6 +95,7 @@ class WarmPool {
   void Adopt(std::shared_ptr<Entry> entry);
   void ScheduleRenewal(const std::shared_ptr<Entry>& entry);
   void Renew(std::shared_ptr<Entry> entry);
+  void RenewOnce(const std::shared_ptr<Entry>& entry);
   void KillQuietly(const std::shared_ptr<Entry>& entry, const std::string& id);
   // The kill in the background; until it is done, no adoption takes `id`.
   void KillLater(const std::shared_ptr<Entry>& entry, const std::string& id);

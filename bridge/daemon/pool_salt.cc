@@ -67,12 +67,17 @@ std::string LoadOrCreatePoolSalt(const std::string& dir, std::string* error) {
   const std::string temporary = path + "." + std::to_string(getpid()) + "." + RandomSalt().substr(0, 8);
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   bool written = fd >= 0 && write(fd, salt.data(), salt.size()) == static_cast<ssize_t>(salt.size());
-  if (fd >= 0) written = close(fd) == 0 && written;
-  const bool linked = written && link(temporary.c_str(), path.c_str()) == 0;
-  const int link_errno = errno;
+  if (fd >= 0) written = fsync(fd) == 0 && close(fd) == 0 && written;  // whole on disk before it has its name
+  bool linked = written && link(temporary.c_str(), path.c_str()) == 0;
+  int link_errno = errno;
+  if (!linked && written && link_errno == EEXIST && ReadSalt(path).empty()) {
+    // There, but not a salt (a crash before the data reached the disk, a stray edit):
+    // replaced, or every daemon from now on would have one of its own.
+    linked = rename(temporary.c_str(), path.c_str()) == 0;
+    link_errno = errno;
+  }
   unlink(temporary.c_str());
-  if (linked) return salt;
-  if (std::string existing = ReadSalt(path); !existing.empty()) return existing;  // another daemon's
+  if (std::string existing = ReadSalt(path); !existing.empty()) return existing;  // ours, or another daemon's
   *error = path + ": " + (written ? std::strerror(link_errno) : "cannot be written") +
            "; this daemon's pool will not be adopted by the next";
   return salt;

@@ -279,13 +279,13 @@ TEST_F(PtyTest, TermAndEnvReachTheShell) {
 }
 
 // bash's readline reads the window size and writes it back before each prompt: a
-// resize landing in between is undone. Here a program undoes it on purpose, after the
-// resize surely landed; the size is set again with its next output, before pty.open
-// answers.
+// resize landing in between is undone. Here a program undoes it on purpose, once the
+// resize has landed (should it land later, the size is right all the same); the size
+// is set again with the program's next output, before pty.open answers.
 TEST_F(PtyTest, ASizeUndoneByTheProgramIsSetAgainBeforeTheOpenAnswers) {
   REQUIRE_EXECD("1.0.19", "a terminal's command");
   const std::string pty = Open(shim_,
-                               "\"cols\":100,\"rows\":30,\"command\":\"sleep 0.5; stty cols 80 rows 24; "
+                               "\"cols\":100,\"rows\":30,\"command\":\"sleep 0.2; stty cols 80 rows 24; "
                                "echo undone-$((1+1)); read line; stty size; sleep 30\"");
   ASSERT_FALSE(pty.empty());
   // Typed at once: had the open answered before the size was sent again, the line would

@@ -309,7 +309,7 @@ TEST_F(SnapshotTest, AnIdleBridgeExitsOnlyOnceAnAbandonedSnapshotIsDeleted) {
   const auto deadline = Clock::now() + Millis(10000);
   while (!BridgeProcesses().empty() && Clock::now() < deadline) std::this_thread::sleep_for(Millis(100));
   EXPECT_TRUE(BridgeProcesses().empty()) << "the bridge never idled out";
-  EXPECT_GT(Clock::now() - ended, Millis(4000));
+  EXPECT_GT(Clock::now() - ended, Millis(2000));
 }
 
 TEST_F(SnapshotTest, AServerWithoutSnapshotsIsE8007) {

@@ -67,6 +67,15 @@ TEST_F(PoolSaltTest, DaemonsStartingAtOnceAgree) {
   }
 }
 
+TEST_F(PoolSaltTest, AFileThatIsNoSaltIsReplaced) {
+  { std::ofstream(dir_ + "/pool-salt") << ""; }
+  std::string error;
+  const std::string made = LoadOrCreatePoolSalt(dir_, &error);
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_TRUE(LooksLikeSalt(made)) << made;
+  EXPECT_EQ(LoadOrCreatePoolSalt(dir_, &error), made) << "kept, and read by the next daemon";
+}
+
 TEST_F(PoolSaltTest, ADirectoryItCannotBeKeptInGivesAFreshSaltAndSaysSo) {
   std::string error;
   const std::string a = LoadOrCreatePoolSalt(dir_ + "/missing", &error);

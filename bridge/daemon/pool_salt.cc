@@ -67,7 +67,10 @@ std::string LoadOrCreatePoolSalt(const std::string& dir, std::string* error) {
   const std::string temporary = path + "." + std::to_string(getpid()) + "." + RandomSalt().substr(0, 8);
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   bool written = fd >= 0 && write(fd, salt.data(), salt.size()) == static_cast<ssize_t>(salt.size());
-  if (fd >= 0) written = fsync(fd) == 0 && close(fd) == 0 && written;  // whole on disk before it has its name
+  if (fd >= 0) {
+    written = written && fsync(fd) == 0;  // whole on disk before it has its name
+    written = close(fd) == 0 && written;
+  }
   bool linked = written && link(temporary.c_str(), path.c_str()) == 0;
   int link_errno = errno;
   if (!linked && written && link_errno == EEXIST && ReadSalt(path).empty()) {

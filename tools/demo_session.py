@@ -94,18 +94,27 @@ def main():
     ap.add_argument("--shim", required=True)
     ap.add_argument("--bridge", required=True)
     ap.add_argument("--fake", required=True)
+    ap.add_argument("--execd-binary", default="",
+                    help="upstream's execd for every sandbox (the fake's own when empty)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="abx-demo-", dir="/tmp")
-    fake = subprocess.Popen([args.fake, "--port", "0", "--api-key", "demo-key"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    fake_argv = [args.fake, "--port", "0", "--api-key", "demo-key"]
+    if args.execd_binary:
+        fake_argv += ["--execd-binary", args.execd_binary]
+    fake = subprocess.Popen(fake_argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     socket_path = os.path.join(work, "bridge.sock")
     try:
         first = fake.stdout.readline().decode().strip()
         if not first.startswith("listening on "):
             raise SystemExit(f"demo: the fake server did not start ({first!r})")
         address = first[len("listening on "):]
-        print(color(DIM, f"fake OpenSandbox server at http://{address} (a test double, no isolation)"))
+        print(color(DIM, f"fake OpenSandbox server at http://{address} (a test double)"))
+        if args.execd_binary:
+            print(color(DIM, f"execd: upstream's {os.path.basename(args.execd_binary)}, "
+                             "each sandbox a bubblewrap jail started by upstream's bootstrap.sh"))
+        else:
+            print(color(DIM, "execd: the fake's own imitation (no isolation: sandboxes are host directories)"))
         env = dict(os.environ)
         env.update({
             "HOME": work,

@@ -26,6 +26,8 @@ using opensandbox::ExecdEventKind;
 constexpr char kProbeContextId[] = "abx-readiness-probe";
 constexpr auto kReadinessPollInterval = std::chrono::milliseconds(500);
 constexpr auto kBusyRetryInterval = std::chrono::milliseconds(200);
+// Tries of a run execd could not send to its kernel ("failed to connect to kernel").
+constexpr int kUnsentTries = 5;
 constexpr auto kReinterruptInterval = std::chrono::milliseconds(1000);
 constexpr auto kSettleAfterErrorMs = std::chrono::milliseconds(50);
 
@@ -342,6 +344,7 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
   const int64_t request_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
   const int64_t busy_until = deadline > 0 ? deadline : NowMillis() + request_ms;
   const std::string body = CodeBody(spec.code, spec.context_id, language);
+  int unsent_tries = 0;
   for (;;) {
     Execution execution;
     execution.context_id = spec.context_id;
@@ -406,6 +409,16 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
       return e;
     }
     if (!attempt.bare_message.empty() || !attempt.bare_code.empty()) {
+      // execd could not open its connection to the kernel (a Jupyter server slow to serve
+      // many fresh kernels at once answers its WebSocket late): the code was never sent,
+      // so it is sent again, as for a busy context.
+      // A Jupyter that is gone answers so too: a few tries only.
+      const bool unsent = Contains(attempt.bare_message, "failed to connect to kernel") && !saw_output;
+      if (unsent && ++unsent_tries < kUnsentTries && NowMillis() + kBusyRetryInterval.count() < busy_until &&
+          cancel->SleepFor(kBusyRetryInterval)) {
+        continue;
+      }
+      if (unsent && cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "code.run was cancelled");
       if (Contains(attempt.bare_message, "busy") && !saw_output) {
         // Another client's run holds the context: try again within the run's time.
         if (NowMillis() + kBusyRetryInterval.count() < busy_until && cancel->SleepFor(kBusyRetryInterval)) continue;

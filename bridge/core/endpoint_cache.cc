@@ -24,6 +24,16 @@ std::string ExecdBaseUrl(const std::string& lifecycle_url, const std::string& en
   return base;
 }
 
+std::string DirectExecdEndpoint(const std::string& endpoint) {
+  const size_t scheme = endpoint.find("://");
+  const size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t path = endpoint.find('/', host_start);
+  if (path == std::string::npos || path == host_start) return endpoint;
+  std::string rest = endpoint.substr(path);
+  while (rest.size() > 1 && rest.back() == '/') rest.pop_back();
+  return rest == "/proxy/" + std::to_string(kExecdPort) ? endpoint.substr(0, path) : endpoint;
+}
+
 opensandbox::LifecycleClient EndpointCache::Lifecycle(const ProviderConfig& config) const {
   opensandbox::LifecycleClient client(http_, lifecycle_url_, api_key_);
   client.set_timeout_ms(static_cast<int64_t>(config.request_timeout_s * 1000));
@@ -43,7 +53,9 @@ Result<opensandbox::ExecdClient> EndpointCache::Execd(const std::string& sandbox
       Lifecycle(config).GetEndpoint(sandbox_id, kExecdPort, config.use_server_proxy, cancel);
   if (!endpoint.ok()) return endpoint.error();
   opensandbox::ExecdTarget target;
-  target.base_url = ExecdBaseUrl(lifecycle_url_, endpoint->endpoint);
+  target.base_url = ExecdBaseUrl(lifecycle_url_, config.use_server_proxy
+                                                     ? endpoint->endpoint
+                                                     : DirectExecdEndpoint(endpoint->endpoint));
   target.headers = endpoint->headers;
   if (!config.execd_access_token.empty()) {
     target.headers.emplace_back("X-EXECD-ACCESS-TOKEN", config.execd_access_token);

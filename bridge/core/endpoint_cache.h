@@ -123,4 +123,12 @@ class EndpointCache {
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.
 std::string ExecdBaseUrl(const std::string& lifecycle_url, const std::string& endpoint);
 
+// The endpoint to call execd at, from the server's endpoint for port 44772: a Docker
+// server's bridge-mode answer `host:port/proxy/44772` names the host port that is execd's
+// own, and the path sends every call once more through execd's reverse proxy to itself,
+// which can abort a streamed answer and leave a code context busy for good
+// (docs/opensandbox.md, "Seen on the real execd"). That shape loses its path; any other
+// endpoint is kept as it is.
+std::string DirectExecdEndpoint(const std::string& endpoint);
+
 }  // namespace abx::core

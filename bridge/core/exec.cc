@@ -217,7 +217,8 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           exec_id = e.text;
           started = true;
           upstream_->RememberExec(spec.sandbox_id, tag, exec_id);
-          sink->OnStarted(exec_id);
+          // A detached command's id is given out once execd knows it (below).
+          if (!spec.detached) sink->OnStarted(exec_id);
           if (!spec.detached) {
             // Cancelling interrupts the command at execd; its stream then ends by
             // itself with the signal's error event. If execd cannot be reached, the
@@ -282,7 +283,11 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
     if (!st.ok()) return st.error().Within("start command");
     return MakeError(ErrorCode::kUpstream, "start command: execd's stream held no command id");
   }
-  if (spec.detached) return OkStatus();
+  if (spec.detached) {
+    AwaitRegistered(*execd, exec_id, cancel);
+    sink->OnStarted(exec_id);
+    return OkStatus();
+  }
 
   exit.cancelled = cancel->cancelled();
   if (exit.cancelled) exit.exit_code.reset();
@@ -303,6 +308,23 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   }
   sink->OnExit(exit);
   return OkStatus();
+}
+
+void Exec::AwaitRegistered(opensandbox::ExecdClient& execd, const std::string& exec_id,
+                           CancelToken* cancel) {
+  // execd sends a background command's id (its `init` event) before it records the
+  // command: it starts the process, then records it from another goroutine
+  // (runBackgroundCommand, every release). A status, logs or kill call that comes first is
+  // answered 404 "command not found" (docs/opensandbox.md, "Seen on the real execd"), so
+  // the id is handed out only once execd answers for it. Any other answer ends the wait:
+  // the next call reports it.
+  const int64_t give_up_ms = NowMillis() + kRegistrationWaitMs;
+  for (int64_t pause_ms = 2;; pause_ms = std::min<int64_t>(pause_ms * 2, 50)) {
+    auto status = execd.GetStatus(exec_id, cancel);
+    if (status.ok() || status.error().code != ErrorCode::kNotFound) return;
+    if (NowMillis() + pause_ms > give_up_ms || cancel->cancelled()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
 }
 
 Result<Exec::Logs> Exec::ReadLogs(const std::string& sandbox_id, const std::string& exec_id,

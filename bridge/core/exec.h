@@ -114,6 +114,10 @@ class Exec {
                         CancelToken* cancel);
 
  private:
+  // How long a detached start waits for execd to record the command it announced.
+  static constexpr int64_t kRegistrationWaitMs = 3000;
+  void AwaitRegistered(opensandbox::ExecdClient& execd, const std::string& exec_id,
+                       CancelToken* cancel);
   Result<std::pair<uint32_t, std::optional<uint32_t>>> ResolveUser(opensandbox::ExecdClient& execd,
                                                                    const std::string& user,
                                                                    CancelToken* cancel);

@@ -98,7 +98,7 @@ Result<std::vector<opensandbox::FileInfo>> Files::ListEntries(const std::string&
 Result<FileRead> Files::Read(const std::string& sandbox_id, const std::string& path,
                              int64_t offset, int64_t length, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, StatWithType(execd, path, cancel));
   if (info.type == "directory") {
     return MakeError(ErrorCode::kInvalidState, path + " is a directory");
   }
@@ -136,7 +136,7 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
   if (!append) {
     ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, target.execd, cancel));
     if (before) {  // the file replaced keeps its owner (WriteTarget::upload_owner)
-      auto existing = target.execd.Stat(path, cancel);
+      auto existing = StatWithType(target.execd, path, cancel);
       if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
       if (existing.ok() && existing->type == "file") {
         opensandbox::FileOwner& keep =
@@ -155,7 +155,7 @@ Result<WriteTarget> Files::PrepareWrite(const std::string& sandbox_id, const std
     }
   }
   if (append) {
-    auto existing = target.execd.Stat(path, cancel);
+    auto existing = StatWithType(target.execd, path, cancel);
     if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
     if (existing.ok()) {
       std::random_device random;
@@ -223,7 +223,7 @@ Result<std::vector<FileEntry>> Files::List(const std::string& sandbox_id, const 
 Result<FileEntry> Files::Stat(const std::string& sandbox_id, const std::string& path,
                               CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, StatWithType(execd, path, cancel));
   return ToEntry(info);
 }
 
@@ -233,7 +233,7 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
   if (!parents) {
     std::string parent = path.substr(0, path.find_last_of('/'));
     if (!parent.empty()) {
-      auto info = execd.Stat(parent, cancel);
+      auto info = StatWithType(execd, parent, cancel);
       if (!info.ok()) return info.error().Within("parent of " + path);
     }
   }
@@ -241,7 +241,7 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
   if (before) {
     // There execd chmods and chowns a directory that exists, also one a symlink leads
     // to (its chmod follows links; /files/info does not): one is left as it is.
-    auto existing = execd.Stat(path, cancel);
+    auto existing = StatWithType(execd, path, cancel);
     if (existing.ok() && existing->type == "directory") return OkStatus();
     if (existing.ok() && existing->type == "symlink") {
       int not_a_directory = -1;
@@ -256,7 +256,7 @@ Status Files::Mkdir(const std::string& sandbox_id, const std::string& path,
 Status Files::Remove(const std::string& sandbox_id, const std::string& path, bool recursive,
                      CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));  // missing: E8005
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, StatWithType(execd, path, cancel));  // missing: E8005
   if (info.type != "directory") return execd.RemoveFile(path, cancel);
   if (!recursive) {
     ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> children, ListEntries(sandbox_id, execd, path, 1, cancel));
@@ -288,7 +288,7 @@ Status Files::Chmod(const std::string& sandbox_id, const std::string& path,
                     std::optional<int> mode, const std::string& owner, const std::string& group,
                     CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, Execd(sandbox_id, cancel));
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));  // missing: E8005
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, StatWithType(execd, path, cancel));  // missing: E8005
   ABX_ASSIGN_OR_RETURN(bool before, Before1019(sandbox_id, execd, cancel));
   // Before 1.0.19 execd chowns whatever it chmods, and takes an unknown name for its own
   // user; its lookups take no ids on any release, and it reads a mode of 0 as "no

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <string_view>
 
@@ -81,7 +82,71 @@ Error ChangeFailed(const std::string& what, const std::string& output, const std
   return MakeError(ErrorCode::kUpstream, what + " failed" + (text.empty() ? "" : ": " + text));
 }
 
+// The type `find` or the shell test names by its letter.
+std::string TypeOfLetter(char letter) {
+  switch (letter) {
+    case 'd': return "directory";
+    case 'l': return "symlink";
+    case 'f': return "file";
+    default: return "other";
+  }
+}
+
+// One letter per type: the tests run in this order, so a symlink to a directory is `l`.
+const char kTypeTests[] =
+    "if [ -L \"$p\" ]; then t=l; elif [ -d \"$p\" ]; then t=d; elif [ -f \"$p\" ]; then t=f; "
+    "elif [ -e \"$p\" ]; then t=o; else t=-; fi";
+
+// A symlink as execd 1.0.19 describes one (itself, not what it leads to), from the
+// fields `stat -c '%s %a %Y %U %G'` printed for it: size, octal mode, mtime in seconds,
+// owner, group. False when they do not read so.
+bool LinkFromStat(const std::string& fields, const std::string& path, opensandbox::FileInfo* info) {
+  char owner[256] = "", group[256] = "";
+  long long size = 0, seconds = 0;
+  unsigned mode = 0;
+  if (std::sscanf(fields.c_str(), "%lld %o %lld %255s %255s", &size, &mode, &seconds, owner, group) < 3) {
+    return false;
+  }
+  info->path = path;
+  info->type = "symlink";
+  info->size = size;
+  char octal[8];
+  std::snprintf(octal, sizeof octal, "%o", mode);
+  info->mode = octal;
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  info->modified_at = when;
+  info->owner = owner;
+  info->group = group;
+  return true;
+}
+
 }  // namespace
+
+Result<opensandbox::FileInfo> StatWithType(opensandbox::ExecdClient& execd, const std::string& path,
+                                           const CancelToken* cancel) {
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  if (!info.type.empty()) return info;
+  int exit_code = -1;
+  ABX_ASSIGN_OR_RETURN(std::string output,
+                       RunSandboxScript(execd,
+                                        "p=" + ShellQuote(info.path) + "; " + kTypeTests +
+                                            "; s=; if [ $t = l ]; then s=$(stat -c '%s %a %Y %U %G' -- \"$p\" "
+                                            "2>/dev/null); fi; echo \"$t $s\"",
+                                        &exit_code, cancel));
+  if (exit_code != 0 || output.empty()) {
+    return MakeError(ErrorCode::kUpstream, "stat " + path + ": the sandbox's shell did not say what it is");
+  }
+  if (output[0] == '-') return MakeError(ErrorCode::kNotFound, "stat " + path + ": no such file or directory");
+  // A symlink as itself: execd described what it leads to.
+  opensandbox::FileInfo link;
+  if (output[0] == 'l' && output.size() > 2 && LinkFromStat(output.substr(2), info.path, &link)) return link;
+  info.type = TypeOfLetter(output[0]);
+  return info;
+}
 
 bool ListingOrder(const std::string& a, const std::string& b) {
   auto components = [](const std::string& path) {
@@ -104,21 +169,62 @@ Result<std::vector<opensandbox::FileInfo>> ListWithoutListRoute(opensandbox::Exe
                                                                 const CancelToken* cancel) {
   // execd's own /files/info resolves the path (~, $VAR, relative) and says what it is.
   ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo root, execd.Stat(path, cancel));
+  const bool typeless = root.type.empty();
+  if (typeless) {
+    ABX_ASSIGN_OR_RETURN(root, StatWithType(execd, path, cancel));
+  }
   if (root.type != "directory") {
     return MakeError(ErrorCode::kUpstream, "list " + path + ": " +
                                                (root.type == "symlink" ? "path is a symlink" : "path is not a directory"));
   }
   if (depth <= 0) return std::vector<opensandbox::FileInfo>{};
+  // Each entry as its type's letter, for a symlink its own `stat` fields, and its path
+  // (absolute, so it starts at the first '/'): what execd before 1.0.19 does not say.
+  // `find` batches the paths it hands the loop within the system's argument limits.
   const std::string script =
       "command -v find >/dev/null 2>&1 || { echo 'the sandbox has no find'; exit 127; }\n"
       "find " + ShellQuote(root.path) + " -mindepth 1 -maxdepth " + std::to_string(depth) +
-      " -exec printf '\\036%s\\n' {} + 2>/dev/null\nexit 0";
+      " -exec sh -c 'for p; do " + std::string(kTypeTests) +
+      "; s=; if [ $t = l ]; then s=$(stat -c \"%s %a %Y %U %G\" -- \"$p\" 2>/dev/null); fi; "
+      "printf \"\\036%s %s %s\\n\" \"$t\" \"$s\" \"$p\"; done' sh {} +"
+      " 2>/dev/null\nexit 0";
   int exit_code = -1;
   ABX_ASSIGN_OR_RETURN(std::string output, RunSandboxScript(execd, script, &exit_code, cancel));
   if (exit_code != 0) return ChangeFailed("list " + path, output, "", "");
-  std::vector<std::string> entries = SplitEntries(output);
+  std::vector<std::string> entries;
+  std::map<std::string, char> letters;
+  std::map<std::string, std::string> link_fields;
+  for (const std::string& entry : SplitEntries(output)) {
+    const size_t slash = entry.find('/');
+    if (entry.size() < 3 || entry[1] != ' ' || entry[0] == '-' || slash == std::string::npos) continue;
+    const std::string entry_path = entry.substr(slash);
+    entries.push_back(entry_path);
+    letters[entry_path] = entry[0];
+    if (entry[0] == 'l') link_fields[entry_path] = entry.substr(2, slash - 2);
+  }
   std::sort(entries.begin(), entries.end(), ListingOrder);
-  return StatAll(execd, entries, cancel);
+  // An execd that says no type (before 1.0.19) describes a link by what it leads to, and
+  // cannot describe one that leads nowhere: links are described by the sandbox instead.
+  std::vector<std::string> stat_paths;
+  std::vector<opensandbox::FileInfo> links;
+  for (const std::string& entry : entries) {
+    opensandbox::FileInfo link;
+    if (typeless && letters[entry] == 'l') {
+      if (LinkFromStat(link_fields[entry], entry, &link)) links.push_back(std::move(link));
+      continue;  // without its fields it vanished since `find` saw it
+    }
+    stat_paths.push_back(entry);
+  }
+  ABX_ASSIGN_OR_RETURN(std::vector<opensandbox::FileInfo> infos, StatAll(execd, stat_paths, cancel));
+  for (opensandbox::FileInfo& info : infos) {
+    auto letter = letters.find(info.path);
+    if (info.type.empty()) info.type = letter == letters.end() ? "other" : TypeOfLetter(letter->second);
+  }
+  for (opensandbox::FileInfo& link : links) infos.push_back(std::move(link));
+  std::sort(infos.begin(), infos.end(), [](const opensandbox::FileInfo& a, const opensandbox::FileInfo& b) {
+    return ListingOrder(a.path, b.path);
+  });
+  return infos;
 }
 
 Status ChmodInSandbox(opensandbox::ExecdClient& execd, const std::string& path, int mode,

@@ -14,6 +14,11 @@
 
 namespace abx::core {
 
+// GET /files/info with the entry's type. execd before 1.0.19 leaves `type` out (and
+// describes what a symlink leads to); the sandbox's shell then says what the path is.
+Result<opensandbox::FileInfo> StatWithType(opensandbox::ExecdClient& execd, const std::string& path,
+                                           const CancelToken* cancel);
+
 // GET /directories/list without the route: the entries under `path` down to `depth`
 // levels, found by `find` in the sandbox and described by /files/info, in execd's order
 // (each directory's entries in byte order, each directory's children right after it).

@@ -796,9 +796,17 @@ std::optional<TerminalSignal> TerminalSignalFor(const std::string& signal) {
 }
 
 std::string TerminalCommand(const TerminalOpenSpec& spec) {
-  std::string command = "env TERM=" + ShellQuote(spec.term.empty() ? "xterm-256color" : spec.term);
-  for (const auto& [key, value] : spec.env) command += " " + ShellQuote(key + "=" + value);
-  return command + " " + (spec.command.empty() ? "bash --norc --noprofile" : spec.command);
+  std::string settings = "TERM=" + ShellQuote(spec.term.empty() ? "xterm-256color" : spec.term);
+  for (const auto& [key, value] : spec.env) settings += " " + ShellQuote(key + "=" + value);
+  // A command runs as execd would run it itself (bash -c), so the settings reach all of it.
+  const std::string program = "bash --norc --noprofile" + (spec.command.empty() ? "" : " -c " + ShellQuote(spec.command));
+  // A Docker sandbox's execd is started in the background of a non-interactive sh
+  // (bootstrap.sh's `$EXECD &`), so it and the shells it starts have SIGINT and SIGQUIT
+  // ignored, and a program cannot undo an ignore it inherited: ^C would stop nothing.
+  // GNU env (coreutils 8.31 and newer) starts its program with them at their defaults;
+  // where env lacks the option the terminal starts as before (docs/mapping.md, pty.open).
+  return "if env --default-signal=INT,QUIT true 2>/dev/null; then exec env --default-signal=INT,QUIT " +
+         settings + " " + program + "; fi; exec env " + settings + " " + program;
 }
 
 std::function<bool()> Terminals::SandboxGone(const std::string& sandbox_id) const {

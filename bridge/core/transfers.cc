@@ -1,6 +1,7 @@
 #include "bridge/core/transfers.h"
 
 #include "bridge/base/log.h"
+#include "bridge/core/old_execd_files.h"
 #include "bridge/core/random_hex.h"
 #include "bridge/core/sandbox_script.h"
 #include "bridge/core/shell_quote.h"
@@ -27,7 +28,7 @@ Result<FileEntry> Transfers::Download(const std::string& sandbox_id, const std::
                                       const std::function<void(int64_t, int64_t)>& progress,
                                       CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, StatWithType(execd, path, cancel));
   const FileEntry file = ToEntry(info);
   if (file.type != "file") return NotARegularFile(path, file.type);
   if (Status st = sink->Start(file); !st.ok()) return st.error();
@@ -55,7 +56,7 @@ Result<FileEntry> Transfers::Download(const std::string& sandbox_id, const std::
                                                  " bytes of " + std::to_string(file.size));
     }
     // Resumed only from the same file: its size and modification time as at the start.
-    ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo now, execd.Stat(path, cancel));
+    ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo now, StatWithType(execd, path, cancel));
     const FileEntry again = ToEntry(now);
     if (again.size != file.size || again.modified_at != file.modified_at || written > file.size) {
       Error e = MakeError(ErrorCode::kInvalidState, "file changed during download: " + path);
@@ -80,7 +81,7 @@ Result<int64_t> Transfers::Upload(const std::string& sandbox_id, const std::stri
   // sticky bit).
   // A file it replaces keeps its owner (docs/epp1.md §3): the part is given it before the
   // move, in the same script. Its mode is the call's, else the local file's (the upload).
-  auto replaced = execd.Stat(path, cancel);
+  auto replaced = StatWithType(execd, path, cancel);
   if (!replaced.ok() && replaced.error().code != ErrorCode::kNotFound) return replaced.error();
   const std::string keep_owner = replaced.ok() && replaced->type == "file"
                                      ? replaced->owner + ":" + replaced->group

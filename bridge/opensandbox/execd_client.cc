@@ -7,6 +7,7 @@
 
 #include "bridge/base/json.h"
 #include "bridge/http/url.h"
+#include "bridge/opensandbox/error_body.h"
 #include "bridge/opensandbox/execd_events.h"
 #include "bridge/opensandbox/multipart.h"
 #include "bridge/opensandbox/upload_body_source.h"
@@ -71,7 +72,7 @@ Result<FileInfo> DecodeFileInfo(const rapidjson::Value& v) {
   auto path = json::GetString(v, "path");
   if (!path) return NotItsApi("file info");
   info.path = *path;
-  info.type = json::GetString(v, "type").value_or("file");
+  info.type = json::GetString(v, "type").value_or("");
   info.size = json::GetInt(v, "size").value_or(0);
   if (const auto* mode = json::GetMember(v, "mode")) info.mode = ModeText(*mode);
   info.modified_at = json::GetString(v, "modified_at").value_or("");
@@ -137,9 +138,21 @@ Status ExecdClient::ReadEventStream(const HttpCall& call, const CancelToken* can
                                     const std::function<bool(const ExecdEvent&)>& on_event,
                                     const std::function<void()>& on_batch) {
   bool stopped = false;
+  bool any_event = false;
+  std::optional<Error> refused;
   std::string garbage;
   ExecdEventParser parser(
       [&](const ExecdEvent& event) {
+        if (!any_event && event.kind == ExecdEventKind::kUntyped) {
+          // A refusal before 1.0.17: execd sent the stream's headers first, so its error
+          // object is the only line of an HTTP 200 stream (1.0.17 defers the headers and
+          // answers 500 with the same object, 31484053). Read as that 500.
+          refused = FromHttpStatus(500, "{\"code\":" + json::Quote(event.code) + ",\"message\":" +
+                                            json::Quote(event.message) + "}",
+                                   "", what);
+          return false;
+        }
+        any_event = true;
         if (untyped_is_garbage && event.kind == ExecdEventKind::kUntyped) {
           garbage = event.code + ": " + event.message;
           return false;
@@ -162,11 +175,13 @@ Status ExecdClient::ReadEventStream(const HttpCall& call, const CancelToken* can
     if (on_batch) on_batch();
     return go_on;
   });
+  if (refused) return *refused;
   if (!garbage.empty()) return held_garbage();
   if (stopped) return OkStatus();
   if (!answer.ok()) return answer.error();
   parser.Finish();
   if (on_batch) on_batch();
+  if (refused) return *refused;  // its object has no newline after it: seen at the end
   if (!garbage.empty()) return held_garbage();
   return OkStatus();
 }

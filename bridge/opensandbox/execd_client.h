@@ -59,7 +59,9 @@ struct PtyStatus {
 
 struct FileInfo {
   std::string path;
-  std::string type;  // file, directory, symlink, other
+  // file, directory, symlink, other; "" when execd does not say (before 1.0.19, whose
+  // /files/info has no `type` and describes what a symlink leads to).
+  std::string type;
   int64_t size = 0;
   std::string mode;  // decimal-written octal as execd gives it, e.g. "644"
   std::string modified_at;

@@ -63,6 +63,14 @@ Error FromTransport(const http::TransportError& t, std::string_view what) {
 
 bool Success(int status) { return status >= 200 && status < 300; }
 
+// The server proxy's own 500 (upstream's proxy.py, any exception but a refused
+// connection): seen when it reused a connection on which an event stream was still
+// arriving and read an event as the status line (docs/opensandbox.md §1.10). Nothing says
+// the sandbox did not see the request, so only an idempotent call is sent again.
+bool ProxyFailedItself(int status, const std::string& body) {
+  return status == 500 && body.find("An internal error occurred in the proxy") != std::string::npos;
+}
+
 // Retries of idempotent calls: 3 attempts in all, 100 ms then 300 ms apart, so a
 // transient fault costs at most ~0.4 s more and a dead server is reported quickly.
 constexpr int kMaxAttempts = 3;
@@ -122,7 +130,8 @@ Result<HttpAnswer> HttpCaller::Send(const HttpCall& call, const CancelToken* can
     answer.headers = Lowered(response->headers);
     answer.body = std::move(response.value().body);
     if (Success(answer.status)) return answer;
-    const bool transient = answer.status == 502 || answer.status == 503 || answer.status == 504;
+    const bool transient = answer.status == 502 || answer.status == 503 || answer.status == 504 ||
+                           ProxyFailedItself(answer.status, answer.body);
     if (last || !transient || !Backoff(attempt, cancel)) {
       return FromHttpStatus(answer.status, answer.body, answer.Header("x-request-id"), what);
     }

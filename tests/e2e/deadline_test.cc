@@ -132,6 +132,7 @@ TEST_F(DeadlineTest, SlowServerSandboxGetIsE8006AtTheDeadline) {
 }
 
 TEST_F(DeadlineTest, SlowExecdFilesStatIsE8006AtTheDeadline) {
+  REQUIRE_FAKE_EXECD("latency_ms on execd's answers");
   EppSession* shim = ShortDeadlineShim();
   ASSERT_NE(shim, nullptr);
   const std::string sandbox = CreateSandbox(shim);
@@ -147,6 +148,7 @@ class CutStreamTest : public DeadlineTest {
   void SetUp() override {
     DeadlineTest::SetUp();
     if (HasFatalFailure() || IsSkipped()) return;
+    REQUIRE_FAKE_EXECD("reset_stream_after_events cuts the fake's execd streams");
     ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
   }
 
@@ -233,6 +235,7 @@ TEST_F(CutStreamTest, ExecRunThroughACutStreamIsAnErrorNotACode) {
 // --- A failed create leaves nothing behind ---
 
 TEST_F(DeadlineTest, ExecdDownWhileRunningCreateIsE8006AndTheSandboxIsKilled) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch");
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   std::string error;
@@ -327,6 +330,7 @@ TEST_F(DeadlineTest, ShimKilledDuringTheCreatePostLeavesNoSandbox) {
 }
 
 TEST_F(DeadlineTest, ShimKilledWhileExecdIsDownLeavesNoSandbox) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch");
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   std::string error;

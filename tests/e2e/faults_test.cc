@@ -72,6 +72,7 @@ TEST_F(FaultsTest, ProviderOptionOutsideTheWhitelistIsE8004NamingItBeforeAnyRequ
 }
 
 TEST_F(FaultsTest, BrokenStreamEndsWithNullCodeAndAnError) {
+  REQUIRE_FAKE_EXECD("reset_stream_after_events cuts the fake's execd streams");
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::string sandbox = CreateSandbox(shim);

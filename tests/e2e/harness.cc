@@ -56,6 +56,20 @@ bool ExecdProfileAtLeast(const std::string& version) {
   return profile.empty() || parts(profile) >= parts(version);
 }
 
+std::string RealExecdTier() {
+  const char* tier = std::getenv("ABX_E2E_REAL_EXECD");
+  if (!tier || std::string(tier) != "1") return "";
+  const std::string profile = ExecdProfile();
+  return profile.empty() ? "1.0.19" : profile;
+}
+
+std::string RealExecdBinary() {
+  const char* dir = std::getenv("ABX_E2E_REAL_EXECD_DIR");
+  if (RealExecdTier().empty() || !dir || !*dir) return "";
+  const std::string binary = std::string(dir) + "/execd-" + RealExecdTier();
+  return ::access(binary.c_str(), X_OK) == 0 ? binary : "";
+}
+
 std::vector<std::string> TestEnv::FakeFlags() const { return {"--api-key", kApiKey}; }
 
 void TestEnv::SetUp() {
@@ -74,6 +88,10 @@ void TestEnv::SetUp() {
     live_ = LiveServerFromEnv(&error);
     ASSERT_TRUE(live_.has_value()) << error;
     return;
+  }
+  if (!RealExecdTier().empty() && RealExecdBinary().empty()) {
+    GTEST_SKIP() << "the real-execd tier needs execd-" << RealExecdTier()
+                 << " in ABX_E2E_REAL_EXECD_DIR (tools/test passes ../shared/opensandbox/execd)";
   }
   ASSERT_TRUE(RestartFake(FakeFlags()));
 }
@@ -102,11 +120,17 @@ bool TestEnv::RestartFake(const std::vector<std::string>& flags) {
   if (fake_) fake_->Stop();
   fake_.reset();
   fake_flags_ = flags;
-  bool has_key = false, has_root = false, has_version = false;
+  bool has_key = false, has_root = false, has_version = false, has_binary = false;
   for (const std::string& flag : flags) {
     has_key |= flag == "--api-key";
     has_root |= flag == "--root";
     has_version |= flag == "--execd-version";
+    has_binary |= flag == "--execd-binary";
+  }
+  // The real-execd tier: every sandbox runs upstream's binary of the suite's release.
+  if (!has_binary && !RealExecdBinary().empty()) {
+    fake_flags_.push_back("--execd-binary");
+    fake_flags_.push_back(RealExecdBinary());
   }
   // The execd release the whole suite runs against (BUILD.bazel's profile targets), where
   // a test does not choose one itself.

@@ -57,7 +57,25 @@
     GTEST_SKIP() << "needs execd " << (version) << " (" << (why) << "); this run plays " \
                  << ::abx::e2e::ExecdProfile()
 
+// Skips the current test when the suite's sandboxes run upstream's real execd
+// (RealExecdTier()): for a test that needs what only the fake's own execd has (a fault
+// switch acting inside execd, its counters, its replay endpoint). Each such test also
+// runs in the fake-execd tiers.
+#define REQUIRE_FAKE_EXECD(why)                                                  \
+  if (::abx::e2e::RealExecdTier().empty()) {                                     \
+  } else                                                                         \
+    GTEST_SKIP() << "needs the fake's own execd (" << (why) << "); this run has the real execd " \
+                 << ::abx::e2e::RealExecdTier()
+
 namespace abx::e2e {
+
+// The real-execd tier (ABX_E2E_REAL_EXECD=1): every sandbox of the fake runs upstream's
+// execd binary of the suite's release, execd-<ABX_E2E_EXECD_VERSION> in
+// ABX_E2E_REAL_EXECD_DIR (tools/test passes the directory). "" outside that tier; the
+// release otherwise.
+std::string RealExecdTier();
+// The binary that tier runs; "" when the directory does not have it.
+std::string RealExecdBinary();
 
 // The suite's execd profile ("" for the fake's default, the newest) and whether it is at
 // least `version`.

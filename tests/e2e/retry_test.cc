@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tests/e2e/harness.h"
 
@@ -175,6 +176,7 @@ TEST_F(RetryTest, SandboxKillIsRetriedOnceThroughA503) {
 }
 
 TEST_F(RetryTest, FilesStatIsRetriedOnceThroughAnExecd503) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   MessagePtr written = shim_->Request(
       "files.write",
       JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp/r.txt").Str("data", "abc").str());
@@ -193,6 +195,7 @@ TEST_F(RetryTest, FilesStatIsRetriedOnceThroughAnExecd503) {
 }
 
 TEST_F(RetryTest, FilesReadIsRetriedOnceThroughAnExecd503) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   const std::string content = "line one\nline two\n";
   MessagePtr written = shim_->Request(
       "files.write",
@@ -226,6 +229,7 @@ TEST_F(RetryTest, PersistentLifecycle503IsTriedExactlyThreeTimes) {
 }
 
 TEST_F(RetryTest, PersistentExecd503IsTriedExactlyThreeTimes) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   const std::string params = JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp").str();
   std::string error;
   ASSERT_TRUE(fake().SetFaults(R"({"execd_down":true})", &error)) << error;
@@ -267,6 +271,7 @@ TEST_F(RetryTest, SandboxCreateIsNeverRepeated) {
 }
 
 TEST_F(RetryTest, ExecRunIsNeverRepeated) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   const std::string params = JsonObject()
                                  .Str("sandbox_id", sandbox_)
                                  .Str("command", "echo ran >> ran-exec-run.txt")
@@ -282,6 +287,7 @@ TEST_F(RetryTest, ExecRunIsNeverRepeated) {
 }
 
 TEST_F(RetryTest, ExecStartIsNeverRepeated) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   const std::string params = JsonObject()
                                  .Str("sandbox_id", sandbox_)
                                  .Str("command", "echo ran >> ran-exec-start.txt")
@@ -300,6 +306,7 @@ TEST_F(RetryTest, ExecStartIsNeverRepeated) {
 }
 
 TEST_F(RetryTest, FilesWriteIsNeverRepeated) {
+  REQUIRE_FAKE_EXECD("the execd_down fault switch and the execd_requests count");
   // Before 1.0.19 a write of an existing file asks for it first (its owner), so the
   // upload is not the first request the fault can catch.
   REQUIRE_EXECD("1.0.19", "an upload as the first request of a write");
@@ -323,6 +330,37 @@ TEST_F(RetryTest, FilesWriteIsNeverRepeated) {
       JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp/never-written.txt").str());
   ASSERT_NE(stat, nullptr);
   EXPECT_EQ(stat->EppCode(), "E8005") << "the file was written after all: " << stat->raw;
+}
+
+// upstream's server proxy sometimes answers its own 500 ("An internal error occurred in
+// the proxy: illegal status line: …", having read an event stream still arriving on a
+// reused connection as a status line): a read through it is sent again, a command is not.
+TEST_F(RetryTest, TheServerProxysOwn500IsRetriedForReadsOnly) {
+  EppSession* proxied = StartInitializedShim({{"ABX_OPENSANDBOX_USE_SERVER_PROXY", "true"}});
+  ASSERT_NE(proxied, nullptr);
+  MessagePtr written = proxied->Request(
+      "files.write", JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp/p.txt").Str("data", "abcd").str());
+  ASSERT_NE(written, nullptr);
+  ASSERT_FALSE(written->IsError()) << written->raw;
+
+  ASSERT_TRUE(fake().SetFaults(R"({"proxy_internal_errors":1})"));
+  MessagePtr stat = proxied->Request(
+      "files.stat", JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp/p.txt").str());
+  ASSERT_NE(stat, nullptr);
+  ASSERT_FALSE(stat->IsError()) << stat->raw;
+  EXPECT_EQ(GetInt(stat->result(), "size", -1), 4) << stat->raw;
+
+  ASSERT_TRUE(fake().SetFaults(R"({"proxy_internal_errors":1})"));
+  const std::string marker = "/tmp/ran-" + std::to_string(getpid());
+  MessagePtr run = proxied->Request(
+      "exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "echo x >> " + marker).str());
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(run->EppCode(), "E8010") << run->raw;
+  EXPECT_NE(run->raw.find("An internal error occurred in the proxy"), std::string::npos) << run->raw;
+  MessagePtr ran = proxied->Request(
+      "files.stat", JsonObject().Str("sandbox_id", sandbox_).Str("path", marker).str());
+  ASSERT_NE(ran, nullptr);
+  EXPECT_EQ(ran->EppCode(), "E8005") << "the command was sent again: " << ran->raw;
 }
 
 }  // namespace

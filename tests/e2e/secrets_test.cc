@@ -168,6 +168,9 @@ class SecretsTest : public TestEnv {
 
 TEST_F(SecretsTest, NoSecretLeavesTheProviderAnywhere) {
   REQUIRE_FAKE("an execd token of the test's choosing, the fake's command processes and stats");
+  // The real execd takes the token in its sandbox (bootstrap's EXECD variable, execd's
+  // argv), so the jail, execd and every command it runs hold it, by the server's doing.
+  REQUIRE_FAKE_EXECD("the token kept out of the sandbox's processes and commands' environment");
   // 1. The session holding every secret; it is the first, so it starts the bridge with
   //    its own environment.
   EppSession* shim = StartInitializedShim(SecretEnv());

@@ -193,6 +193,7 @@ TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1019) {
 // execd <= 1.0.16 drops blank lines; the rest is as on 1.0.19.
 TEST_F(SliceTest, ExecOutputLineEndingsOnExecd1016) {
   REQUIRE_FAKE("an execd of a chosen version (--execd-version)");
+  REQUIRE_FAKE_EXECD("the 1.0.16 profile; the real tier runs its own release");
   ASSERT_TRUE(RestartFake({"--execd-version", "1.0.16"}));
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);

@@ -178,8 +178,8 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   WriteAll(RemoteOnHost("data.bin"), bytes, 04666);
   const timespec when[2] = {{1700000000, 0}, {1700000000, 250000000}};
   ASSERT_EQ(utimensat(AT_FDCWD, RemoteOnHost("data.bin").c_str(), when, 0), 0);
-  // Slowed to about 0.3 s, so progress comes while the bytes move.
-  ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":100})"));
+  // Slowed to about 0.3 s, so progress comes while the bytes move (the fake's execd only).
+  if (RealExecdTier().empty()) ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":100})"));
 
   // A shim with a umask of its own: the host's, which the bridge cannot know.
   const mode_t old_mask = umask(027);
@@ -207,8 +207,9 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   EXPECT_EQ(seen.st_mtim.tv_sec, 1700000000);
   EXPECT_EQ(seen.st_mtim.tv_nsec, 250000000);
   ExpectProgress(shim, done, 3 << 20);
-  EXPECT_GE(ProgressCount(shim, done), 2u) << "progress while the bytes move, not only at the end";
   ExpectOnly({"copy.bin"}, {"data.bin"});
+  REQUIRE_FAKE_EXECD("progress while the bytes move needs transfer_ms_per_mib to slow them");
+  EXPECT_GE(ProgressCount(shim, done), 2u) << "progress while the bytes move, not only at the end";
 }
 
 TEST_F(TransferTest, DirectoryTargetsAndOverwrite) {
@@ -271,6 +272,7 @@ TEST_F(TransferTest, DownloadErrorsNameTheirSide) {
 }
 
 TEST_F(TransferTest, AFileThatChangesOrATargetThatAppearsIsRefused) {
+  REQUIRE_FAKE_EXECD("download_cut_after_bytes, download_change_on_cut, transfer_ms_per_mib");
   WriteAll(RemoteOnHost("grows.bin"), RandomBytes(2 << 20, 9));
   // The file grows as the stream breaks: nothing is spliced across the change.
   ASSERT_TRUE(fake().SetFaults(R"({"download_cut_after_bytes":1048576,"download_change_on_cut":true})"));
@@ -300,6 +302,7 @@ TEST_F(TransferTest, AFileThatChangesOrATargetThatAppearsIsRefused) {
 }
 
 TEST_F(TransferTest, DownloadCutAtHalfIsResumed) {
+  REQUIRE_FAKE_EXECD("download_cut_after_bytes");
   const std::string bytes = RandomBytes(4 << 20, 2);
   WriteAll(RemoteOnHost("big.bin"), bytes);
   ASSERT_TRUE(fake().SetFaults(R"({"download_cut_after_bytes":2097152})"));
@@ -311,6 +314,7 @@ TEST_F(TransferTest, DownloadCutAtHalfIsResumed) {
 }
 
 TEST_F(TransferTest, DownloadBrokenTooOftenLeavesNothing) {
+  REQUIRE_FAKE_EXECD("download_cut_after_bytes");
   WriteAll(RemoteOnHost("big.bin"), RandomBytes(3 << 20, 3));
   WriteAll(Local("big.bin"), "the old file\n");
   // Every answer breaks after 512 KiB: three resumes reach 2 MiB of 3.
@@ -325,6 +329,7 @@ TEST_F(TransferTest, DownloadBrokenTooOftenLeavesNothing) {
 }
 
 TEST_F(TransferTest, CancelledDownloadsLeaveNothing) {
+  REQUIRE_FAKE_EXECD("latency_ms, transfer_ms_per_mib");
   WriteAll(RemoteOnHost("big.bin"), RandomBytes(8 << 20, 4));
   // Before any byte: execd is slow to answer the stat.
   ASSERT_TRUE(fake().SetFaults(R"({"latency_ms":1500})"));
@@ -355,6 +360,7 @@ TEST_F(TransferTest, CancelledDownloadsLeaveNothing) {
 }
 
 TEST_F(TransferTest, EndOfInputAndADeadBridgeRemoveTheNewFile) {
+  REQUIRE_FAKE_EXECD("transfer_ms_per_mib keeps the download going while its end comes");
   WriteAll(RemoteOnHost("big.bin"), RandomBytes(8 << 20, 5));
   ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":250})"));
   auto start_download = [&](EppSession* shim, const std::string& target) {
@@ -405,7 +411,7 @@ TEST_F(TransferTest, EndOfInputAndADeadBridgeRemoveTheNewFile) {
 TEST_F(TransferTest, UploadLandsWithModeAndReplaces) {
   const std::string bytes = RandomBytes(5 << 20, 6);
   WriteAll(Local("up.bin"), bytes, 0750);
-  ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":60})"));
+  if (RealExecdTier().empty()) ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":60})"));
   MessagePtr done = Call("files.upload",
                          JsonObject().Str("local_path", Local("up.bin")).Str("path", Remote("deep/er/up.bin")));
   ASSERT_NE(done, nullptr);
@@ -432,6 +438,7 @@ TEST_F(TransferTest, UploadLandsWithModeAndReplaces) {
 }
 
 TEST_F(TransferTest, AnUploadSendsTheSizeSeenAtOpen) {
+  REQUIRE_FAKE_EXECD("transfer_ms_per_mib keeps the file open while it changes");
   // Larger than what the socket buffers and the form's pipe take ahead of execd, so the
   // file is still being read when it changes.
   constexpr int64_t kSize = 24 << 20;
@@ -486,6 +493,7 @@ TEST_F(TransferTest, UploadErrorsNameLocalPath) {
 }
 
 TEST_F(TransferTest, FailedAndCancelledUploadsLeaveTheOldFile) {
+  REQUIRE_FAKE_EXECD("upload_fail_after_bytes, latency_ms, transfer_ms_per_mib");
   WriteAll(RemoteOnHost("target.bin"), "the old file\n");
   WriteAll(Local("up.bin"), RandomBytes(6 << 20, 7));
   // execd fails half way through the body.

@@ -207,6 +207,7 @@ int ChildExec(void* raw) {
     setpgid(0, 0);
   }
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+  if (a.options->sigint_ignored) signal(SIGINT, SIG_IGN);
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);

@@ -44,6 +44,11 @@ struct SpawnOptions {
   // `bash --norc --noprofile` (with `-c command` when `command` is not empty), as a
   // terminal runs it, instead of `bash -c command`.
   bool interactive = false;
+  // SIGINT starts ignored, as in what execd starts without catching signals first: a
+  // Docker sandbox's execd runs in the background of a non-interactive sh (bootstrap.sh's
+  // `$EXECD &`), so it has SIGINT ignored, and its terminals and bash-session runs inherit
+  // that. (Its /command runs do not: execd catches every signal while it starts one.)
+  bool sigint_ignored = false;
 };
 
 struct SpawnedProcess {

@@ -262,6 +262,13 @@ std::shared_ptr<Command> CommandRegistry::Start(const CommandSpec& spec) {
     command->events().Append(batch);
     command->events().Close();
   }
+  // execd announces a background command (its `init` event) before it records it: the
+  // record is made by a goroutine started after the process (runBackgroundCommand, every
+  // release), so a status, logs or interrupt call that comes first is a 404. Here that
+  // window is a fixed few milliseconds, so a client that relies on it fails every time.
+  if (spec.background && started) {
+    command->known_from_ = std::chrono::steady_clock::now() + kBackgroundRecordDelay;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     commands_[command->id()] = command;
@@ -279,7 +286,8 @@ std::shared_ptr<Command> CommandRegistry::Start(const CommandSpec& spec) {
 std::shared_ptr<Command> CommandRegistry::Find(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = commands_.find(id);
-  return it == commands_.end() ? nullptr : it->second;
+  if (it == commands_.end() || std::chrono::steady_clock::now() < it->second->known_from_) return nullptr;
+  return it->second;
 }
 
 CommandRegistry::InterruptResult CommandRegistry::Interrupt(const std::string& id) {

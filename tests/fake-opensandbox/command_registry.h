@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -76,12 +77,17 @@ class Command {
   std::string log_path_;
   std::string start_error_;
   pid_t pgid_ = -1;
+  std::chrono::steady_clock::time_point known_from_{};  // Find() answers for it from then on
   EventPipe events_;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable finished_cv_;
   CommandStatus status_;
 };
+
+// How long after its `init` event a background command is still unknown to the status,
+// logs and interrupt routes (see CommandRegistry::Start).
+inline constexpr std::chrono::milliseconds kBackgroundRecordDelay{20};
 
 class CommandRegistry {
  public:

@@ -11,7 +11,6 @@
 #include "tests/fake-opensandbox/lifecycle_json.h"
 
 namespace fake_opensandbox {
-
 void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
   server.Get("/_fake/stats", [ctx](const httplib::Request&, httplib::Response& res) {
     rapidjson::StringBuffer buffer;
@@ -47,6 +46,9 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
   });
   server.Post("/_fake/faults", [ctx](const httplib::Request& req, httplib::Response& res) {
     std::string error;
+    if (!ctx->config.execd_binary.empty() && !FaultsAllowedWithRealExecd(req.body, &error)) {
+      return SendCodeMessage(res, 400, "FAKE::INVALID_FAULTS", error);
+    }
     if (!ctx->faults->Update(req.body, &error)) {
       return SendCodeMessage(res, 400, "FAKE::INVALID_FAULTS", error);
     }

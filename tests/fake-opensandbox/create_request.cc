@@ -320,7 +320,7 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
     check.StringMap(*v, Append(root, "resourceRequests"), nullptr, false);
   }
   if (const Value* v = Member(doc, "env"); !IsUnset(v)) {
-    check.StringMap(*v, Append(root, "env"), nullptr, true);
+    check.StringMap(*v, Append(root, "env"), &spec->env, true);
   }
   if (const Value* v = Member(doc, "metadata"); !IsUnset(v)) {
     spec->metadata_given = check.StringMap(*v, Append(root, "metadata"), &spec->metadata, false);

@@ -271,11 +271,11 @@ void HandleRunCode(const httplib::Request& req, httplib::Response& res, ExecdCon
   }
   if (!IsJupyterLanguage(language)) {
     // (execd also has `background-command` and `sql` backends; the fake has neither.)
-    SendExecdError(res, 500, "RUNTIME_ERROR", "error running codes unknown language: " + language);
+    SendRunRefusal(res, context->release, "RUNTIME_ERROR", "error running codes unknown language: " + language);
     return;
   }
   if (context->code->jupyter() == JupyterState::kNone) {
-    SendExecdError(res, 500, "RUNTIME_ERROR",
+    SendRunRefusal(res, context->release, "RUNTIME_ERROR",
                    "error running codes language runtime server not configured, please check "
                    "your image runtime");
     return;
@@ -285,14 +285,14 @@ void HandleRunCode(const httplib::Request& req, httplib::Response& res, ExecdCon
   if (!id.empty()) {
     target = context->code->Find(id);
     if (!target) {
-      SendExecdError(res, 500, "RUNTIME_ERROR", "error running codes context not found");
+      SendRunRefusal(res, context->release, "RUNTIME_ERROR", "error running codes context not found");
       return;
     }
   } else {
     KernelPlace place;
     if (PlaceFor(context, "", &place, &error)) target = context->code->Default(language, place, &error);
     if (!target) {
-      SendExecdError(res, 500, "RUNTIME_ERROR", "error running codes " + error);
+      SendRunRefusal(res, context->release, "RUNTIME_ERROR", "error running codes " + error);
       return;
     }
   }

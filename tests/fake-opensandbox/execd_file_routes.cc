@@ -59,7 +59,7 @@ void HandleInfo(const httplib::Request& req, httplib::Response& res, ExecdContex
     SandboxPaths::Mapped mapped;
     if (!MapPathOrReject(context, path, &mapped, res)) return;
     GoJsonWriter info;
-    if (!WriteFileInfo(info, mapped.host, mapped.sandbox)) {
+    if (!WriteFileInfo(info, mapped.host, mapped.sandbox, context->release.file_info_type)) {
       if (context->release.missing_path_404) {
         SendExecdError(res, 404, "FILE_NOT_FOUND", "file not found: " + path);
       } else {  // before cdd490dc (1.0.19) GetFileInfo's error was not wrapped
@@ -202,7 +202,7 @@ void WalkFiles(const std::string& host_dir, const std::string& pattern, ExecdCon
     if (S_ISDIR(st.st_mode)) {
       WalkFiles(host, pattern, context, out);
     } else if (S_ISREG(st.st_mode) && fnmatch(pattern.c_str(), name.c_str(), 0) == 0) {
-      WriteFileInfoFromStat(out, st, context->paths.ToSandbox(host));
+      WriteFileInfoFromStat(out, st, context->paths.ToSandbox(host), context->release.file_info_type);
     }
   }
 }

@@ -181,11 +181,24 @@ TEST_F(PtyTest, ATerminalEchoesResizesStopsAForegroundJobAndExits) {
   ASSERT_TRUE(terminal->Input("stty size\n"));
   ASSERT_TRUE(terminal->OutputUntil("30 100", &output)) << output;
 
-  // Ctrl-C is a byte to the terminal, which interrupts the foreground job. (Matched on
+  // Ctrl-C is a byte to the terminal, which sends SIGINT to the foreground job. As in a
+  // Docker sandbox, whose execd runs in the background of a non-interactive sh, the shell
+  // starts with SIGINT ignored and its jobs inherit that: the job goes on. (Matched on
   // what the commands print, never on the terminal's echo of what was typed.)
-  // The terminal drops what was typed ahead of a ^C, so each step waits for the last.
+  const std::string ignoring = "sleep 1." + std::to_string(::getpid()) + "2";
+  ASSERT_TRUE(terminal->Input(ignoring + "\n"));
+  for (int i = 0; i < 100 && !ProcessRunning(ignoring); ++i) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(ProcessRunning(ignoring));
+  ASSERT_TRUE(terminal->Input("\x03"));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_TRUE(ProcessRunning(ignoring)) << "^C stopped a job started with SIGINT ignored";
+  for (int i = 0; i < 150 && ProcessRunning(ignoring); ++i) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_FALSE(ProcessRunning(ignoring));
+  std::this_thread::sleep_for(milliseconds(200));  // bash back at its prompt
+  // A job started with SIGINT at its default stops. The terminal drops what was typed
+  // ahead of a ^C, so each step waits for the last.
   const std::string sleeper = "sleep 100." + std::to_string(::getpid()) + "3";
-  ASSERT_TRUE(terminal->Input(sleeper + "\n"));
+  ASSERT_TRUE(terminal->Input("env --default-signal=INT " + sleeper + "\n"));
   for (int i = 0; i < 100 && !ProcessRunning(sleeper); ++i) std::this_thread::sleep_for(milliseconds(50));
   ASSERT_TRUE(ProcessRunning(sleeper));
   ASSERT_TRUE(terminal->Input("\x03"));

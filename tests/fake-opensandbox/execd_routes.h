@@ -36,6 +36,11 @@ void RegisterPortProxyRoute(httplib::Server& server, ExecdContext* context);
 // Answers `status` with execd's {"code","message"} body.
 void SendExecdError(httplib::Response& res, int status, const char* code,
                     const std::string& message);
+// A refusal of a streamed run (/code, /session/{id}/run) found after execd set up the
+// event stream: before 1.0.17 the headers were already out, so the error object is the
+// only line of an HTTP 200 event stream; from 1.0.17 (31484053) a 500 JSON answer.
+void SendRunRefusal(httplib::Response& res, const ExecdRelease& release, const char* code,
+                    const std::string& message);
 
 }  // namespace fake_opensandbox
 

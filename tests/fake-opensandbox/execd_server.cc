@@ -97,6 +97,16 @@ void SendExecdError(httplib::Response& res, int status, const char* code,
   res.set_content(GoErrorBody(code, message), "application/json; charset=utf-8");
 }
 
+void SendRunRefusal(httplib::Response& res, const ExecdRelease& release, const char* code,
+                    const std::string& message) {
+  if (release.deferred_stream_headers) return SendExecdError(res, 500, code, message);
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("Connection", "keep-alive");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_content(GoErrorBody(code, message), "text/event-stream");
+}
+
 std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& options,
                                                 const std::string& host_root,
                                                 std::shared_ptr<SandboxGate> gate,

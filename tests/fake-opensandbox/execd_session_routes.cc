@@ -110,6 +110,7 @@ void DriveSessionRun(std::shared_ptr<BashSession> session, RunRequest run, std::
     options.chroot_dir = context->paths.host_root();
     options.chroot_cwd = mapped.sandbox;
     options.mounts = context->paths.mounts();
+    options.sigint_ignored = true;
     spawned = SpawnShell(options, &process, &error);
   }
   if (!spawned) {
@@ -287,7 +288,7 @@ void HandleRun(const httplib::Request& req, httplib::Response& res, ExecdContext
   }
   std::shared_ptr<BashSession> session = context->sessions->Find(id);
   if (!session) {
-    SendExecdError(res, 500, "RUNTIME_ERROR", "error running in session. context not found");
+    SendRunRefusal(res, context->release, "RUNTIME_ERROR", "error running in session. context not found");
     return;
   }
   auto events = std::make_shared<EventPipe>();

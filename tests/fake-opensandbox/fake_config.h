@@ -39,6 +39,13 @@ struct FakeConfig {
   bool snapshots = true;                // false: a server whose runtime has no snapshots (501)
   std::vector<std::string> allowed_host_paths;  // storage.allowed_host_paths; empty: none
   std::vector<std::pair<std::string, std::string>> pools;  // Kubernetes Pools: (name, image)
+  // Upstream's real execd in every sandbox (real_execd.h) instead of the fake's own;
+  // empty: the fake's. The bootstrap script defaults to bootstrap.sh beside the binary.
+  std::string execd_binary;
+  std::string execd_bootstrap;
+  // The fake's own binary, for its `jail` subcommand: this program unless set (a test
+  // that runs the fake in its own process names the binary).
+  std::string self_binary;
 };
 
 // What one execd release does where releases differ (docs/opensandbox.md, "execd
@@ -60,6 +67,13 @@ struct ExecdRelease {
   bool missing_path_404 = true;
   // 1.0.19 (83beafec, 1505483a): GET /directories/list exists; before, gin's plain 404.
   bool directory_list = true;
+  // 1.0.19 (83beafec): /files/info and search entries have a `type` and describe a symlink
+  // itself (lstat); before, no `type` and what a symlink leads to (os.Stat).
+  bool file_info_type = true;
+  // 1.0.17 (31484053): a streamed run refused before its first event (/code, a bash
+  // session's run) is a 500 JSON answer; before, the event stream's headers were out
+  // already and the error object is its only line, in an HTTP 200 answer.
+  bool deferred_stream_headers = true;
 };
 
 // The release `version` ("1.0.18", "v1.0.8") plays; a version between two known ones

@@ -18,6 +18,43 @@
 namespace fake_opensandbox {
 namespace {
 
+bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+// --execd-binary: what every real-execd sandbox needs, checked once at start so that a
+// missing piece is one clear message instead of a failure per sandbox.
+bool PrepareRealExecd(FakeConfig* config, std::string* error) {
+  if (::geteuid() != 0) {
+    *error = "--execd-binary needs root (a sandbox maps the host's ids into its own user namespace)";
+    return false;
+  }
+  if (!Executable(config->execd_binary)) {
+    *error = "--execd-binary " + config->execd_binary + ": not an executable file";
+    return false;
+  }
+  if (config->execd_bootstrap.empty()) {
+    const std::string& binary = config->execd_binary;
+    const size_t slash = binary.rfind('/');
+    config->execd_bootstrap = (slash == std::string::npos ? "." : binary.substr(0, slash)) + "/bootstrap.sh";
+  }
+  if (!Executable(config->execd_bootstrap)) {
+    *error = "--execd-bootstrap " + config->execd_bootstrap + ": not an executable file";
+    return false;
+  }
+  if (!Executable("/usr/bin/bwrap")) {
+    *error = "--execd-binary needs bubblewrap (/usr/bin/bwrap; Debian's bubblewrap, tools/setup)";
+    return false;
+  }
+  if (!config->self_binary.empty()) return true;  // a test's fake runs in its process
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    *error = std::string("readlink /proc/self/exe: ") + std::strerror(errno);
+    return false;
+  }
+  config->self_binary.assign(self, static_cast<size_t>(n));
+  return true;
+}
+
 const std::regex& ProxyPathPattern() {
   static const std::regex pattern(R"(^(/v1)?/sandboxes/[^/]+/proxy/[0-9]+(/|$))");
   return pattern;
@@ -78,7 +115,9 @@ void SendSandboxNotFound(httplib::Response& res, const LifecycleContext& context
   }
 }
 
-std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::string* error) {
+std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& given, std::string* error) {
+  FakeConfig config = given;
+  if (!config.execd_binary.empty() && !PrepareRealExecd(&config, error)) return nullptr;
   std::unique_ptr<FakeServer> fake(new FakeServer());
   fake->config_ = config;
   if (config.root_dir.empty()) {
@@ -96,7 +135,9 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& config, std::str
       return nullptr;
     }
   }
-  if (!config.faults_json.empty() && !fake->faults_->Update(config.faults_json, error)) {
+  if (!config.faults_json.empty() &&
+      ((!config.execd_binary.empty() && !FaultsAllowedWithRealExecd(config.faults_json, error)) ||
+       !fake->faults_->Update(config.faults_json, error))) {
     *error = "--faults: " + *error;
     return nullptr;
   }

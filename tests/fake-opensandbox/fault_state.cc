@@ -85,6 +85,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.start_ms = static_cast<int64_t>(value);
     } else if (key == "refuse_creates") {
       next.refuse_creates = value != 0;
+    } else if (key == "proxy_internal_errors") {
+      next.proxy_internal_errors = static_cast<int64_t>(value);
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
@@ -145,6 +147,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.start_ms);
   w.Key("refuse_creates");
   w.Bool(f.refuse_creates);
+  w.Key("proxy_internal_errors");
+  w.Int64(f.proxy_internal_errors);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");
@@ -161,11 +165,43 @@ std::string FaultState::ToJson() const {
   return buffer.GetString();
 }
 
+bool FaultState::TakeProxyInternalError() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (faults_.proxy_internal_errors <= 0) return false;
+  --faults_.proxy_internal_errors;
+  return true;
+}
+
 bool FaultState::Roll(double rate) {
   if (rate <= 0) return false;
   if (rate >= 1) return true;
   std::lock_guard<std::mutex> lock(mutex_);
   return std::uniform_real_distribution<double>(0, 1)(rng_) < rate;
 }
+
+// With --execd-binary the real execd answers: a switch that acts inside the fake's own
+// execd would change nothing, and a test relying on it would pass for the wrong reason.
+bool FaultsAllowedWithRealExecd(const std::string& json, std::string* error) {
+  static const char* const kInsideExecd[] = {
+      "reset_stream_after_events", "execd_down", "kernel_dies_mid_run", "slow_interrupt_ms",
+      "pty_drop_after_bytes", "pty_stale_hold_ms", "pty_refuse_upgrade", "pty_stall_reads_ms",
+      "pty_exit_overtakes_bytes", "download_cut_after_bytes", "download_change_on_cut",
+      "upload_fail_after_bytes", "transfer_ms_per_mib"};
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError() || !doc.IsObject()) return true;  // Update() says what is wrong
+  for (const char* key : kInsideExecd) {
+    auto it = doc.FindMember(key);
+    if (it == doc.MemberEnd()) continue;
+    const bool off = (it->value.IsBool() && !it->value.GetBool()) || (it->value.IsNumber() && it->value.GetDouble() == 0);
+    if (!off) {
+      *error = std::string("fault '") + key +
+               "' acts inside the fake's own execd; this fake runs the real execd (--execd-binary)";
+      return false;
+    }
+  }
+  return true;
+}
+
 
 }  // namespace fake_opensandbox

@@ -35,7 +35,12 @@ struct Faults {
   int64_t snapshot_capture_ms = 0;       // a snapshot stays Creating at least N ms
   int64_t start_ms = 0;                  // a new sandbox stays Pending N ms (a container's start)
   bool refuse_creates = false;           // POST /sandboxes fails as a runtime out of quota does
+  int64_t proxy_internal_errors = 0;     // the next N server-proxy HTTP requests answer its 500
 };
+
+// Whether the switches `json` turns on can work when the real execd runs every sandbox
+// (--execd-binary): one that acts inside the fake's own execd cannot (*error says which).
+bool FaultsAllowedWithRealExecd(const std::string& json, std::string* error);
 
 class FaultState {
  public:
@@ -46,6 +51,8 @@ class FaultState {
   std::string ToJson() const;
   // True with probability `rate`.
   bool Roll(double rate);
+  // Spends one of the proxy_internal_errors still owed; false when none is.
+  bool TakeProxyInternalError();
 
  private:
   mutable std::mutex mutex_;

@@ -87,10 +87,10 @@ bool LookupGroup(const std::string& name, gid_t* gid) {
 }
 
 void WriteFileInfoFromStat(GoJsonWriter& w, const struct stat& st,
-                           const std::string& sandbox_path) {
+                           const std::string& sandbox_path, bool typed) {
   w.StartObject();
   w.Key("path").String(sandbox_path);
-  w.Key("type").String(TypeOf(st.st_mode));
+  if (typed) w.Key("type").String(TypeOf(st.st_mode));
   w.Key("size").Int(static_cast<int64_t>(st.st_size));
   w.Key("modified_at").String(FormatGoTime(FromTimespec(st.st_mtim)));
   w.Key("created_at").String(FormatGoTime(FromTimespec(st.st_ctim)));
@@ -101,10 +101,10 @@ void WriteFileInfoFromStat(GoJsonWriter& w, const struct stat& st,
 }
 
 bool WriteFileInfo(GoJsonWriter& w, const std::string& host_path,
-                   const std::string& sandbox_path) {
+                   const std::string& sandbox_path, bool typed) {
   struct stat st;
-  if (lstat(host_path.c_str(), &st) != 0) return false;
-  WriteFileInfoFromStat(w, st, sandbox_path);
+  if ((typed ? lstat(host_path.c_str(), &st) : stat(host_path.c_str(), &st)) != 0) return false;
+  WriteFileInfoFromStat(w, st, sandbox_path, typed);
   return true;
 }
 

@@ -13,12 +13,14 @@
 
 namespace fake_opensandbox {
 
-// Writes the FileInfo object of `host_path`, reported under `sandbox_path`.
-// Returns false (errno set) if lstat fails.
+// Writes the FileInfo object of `host_path`, reported under `sandbox_path`. `typed`: as
+// execd 1.0.19, with the entry's `type` and a symlink described as itself (lstat);
+// before, no `type` and what a symlink leads to (stat). Returns false (errno set) if the
+// stat fails.
 bool WriteFileInfo(GoJsonWriter& writer, const std::string& host_path,
-                   const std::string& sandbox_path);
+                   const std::string& sandbox_path, bool typed = true);
 void WriteFileInfoFromStat(GoJsonWriter& writer, const struct stat& st,
-                           const std::string& sandbox_path);
+                           const std::string& sandbox_path, bool typed = true);
 
 // 0755 -> 755, and back ("mode":755 in requests means 0755).
 int ModeToDecimalOctal(mode_t mode);

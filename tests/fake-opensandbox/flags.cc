@@ -46,6 +46,8 @@ ExecdRelease ReleaseOf(const std::string& version) {
   release.chown_only_named = since(19);
   release.missing_path_404 = since(19);
   release.directory_list = since(19);
+  release.file_info_type = since(19);
+  release.deferred_stream_headers = since(17);
   return release;
 }
 
@@ -77,6 +79,10 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --pending-polls N        new sandboxes answer Pending for N GETs (default 0)
   --execd-ready-after N    first N /ping calls per sandbox fail with 503 (default 2)
   --execd-token TOKEN      execd requires X-EXECD-ACCESS-TOKEN: TOKEN
+  --execd-binary PATH      every sandbox runs this real execd (upstream's binary) in
+                           a jail of its own (bubblewrap; needs root), started by
+                           upstream's bootstrap.sh, instead of the fake's execd
+  --execd-bootstrap PATH   that bootstrap.sh (default: bootstrap.sh beside the binary)
   --max-timeout SECONDS    largest create timeout / renew distance (default 86400)
   --root DIR               sandbox directories go to DIR/<id>/ (default: a fresh
                            temp dir, removed on exit)
@@ -162,6 +168,12 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
       if (!need_int(&config->pending_polls)) return FlagsResult::kError;
     } else if (flag == "--execd-ready-after") {
       if (!need_int(&config->execd_ready_after)) return FlagsResult::kError;
+    } else if (flag == "--execd-binary") {
+      if (!need_value()) return FlagsResult::kError;
+      config->execd_binary = value;
+    } else if (flag == "--execd-bootstrap") {
+      if (!need_value()) return FlagsResult::kError;
+      config->execd_bootstrap = value;
     } else if (flag == "--execd-token") {
       if (!need_value()) return FlagsResult::kError;
       config->execd_token = value;

@@ -10,9 +10,12 @@
 
 #include "tests/fake-opensandbox/fake_server.h"
 #include "tests/fake-opensandbox/flags.h"
+#include "tests/fake-opensandbox/sandbox_jail.h"
 
 int main(int argc, char** argv) {
   using namespace fake_opensandbox;
+  // A sandbox's first step, run by the fake itself (sandbox_jail.h).
+  if (argc > 1 && std::string(argv[1]) == kJailSubcommand) return RunJail(argc, argv);
   FakeConfig config;
   std::string error;
   switch (ParseFlags(argc, argv, &config, &error)) {

@@ -97,6 +97,7 @@ bool PtySession::StartLocked(bool pipe_mode, const PtyStart& start, std::string*
   SpawnOptions options;
   options.command = command_;
   options.interactive = true;
+  options.sigint_ignored = true;
   options.env = start.env;
   options.host_cwd = start.host_cwd;
   options.chroot_dir = start.chroot_dir;

@@ -78,11 +78,13 @@ SandboxRegistry::SandboxRegistry(const FakeConfig& config, ServerClock clock,
       root_dir_(std::move(root_dir)),
       staging_dir_(work_dir + "/staging"),
       logs_dir_(work_dir + "/logs"),
+      layers_dir_(work_dir + "/layers"),
       volumes_(work_dir + "/volumes") {
   mkdir(work_dir.c_str(), 0700);
   chmod(work_dir.c_str(), 0700);  // the volume store may have made it first
   mkdir(staging_dir_.c_str(), 0700);
   mkdir(logs_dir_.c_str(), 0700);
+  mkdir(layers_dir_.c_str(), 0700);
   timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -109,9 +111,19 @@ void SandboxRegistry::SetState(Record& record, const std::string& state) {
   }
   record.info.last_transition_at = clock_.Now();
   // A paused container is frozen: so are its processes.
-  if (state == "Paused" && previous != "Paused") record.execd->commands().SignalAll(SIGSTOP);
+  if (state == "Paused" && previous != "Paused") {
+    if (record.real_execd) {
+      record.real_execd->Freeze();
+    } else {
+      record.execd->commands().SignalAll(SIGSTOP);
+    }
+  }
   if (state == "Running" && (previous == "Paused" || previous == "Resuming")) {
-    record.execd->commands().SignalAll(SIGCONT);
+    if (record.real_execd) {
+      record.real_execd->Thaw();
+    } else {
+      record.execd->commands().SignalAll(SIGCONT);
+    }
   }
   record.gate->Set(GateFor(state));
 }
@@ -212,13 +224,41 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     const bool script = !program.empty() && program[0] == CodeInterpreterScriptOf(*info.origin_image);
     options.jupyter = script ? JupyterState::kRunning : JupyterState::kNotStarted;
   }
-  record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);
-  if (!record->execd) {
-    RemoveTreeQuietly(info.host_root);
-    RemoveTreeQuietly(logs);
-    return false;
+  if (!config_.execd_binary.empty()) {
+    RealExecdOptions real;
+    real.sandbox_id = info.id;
+    real.self_binary = config_.self_binary;
+    real.execd_binary = config_.execd_binary;
+    real.bootstrap_script = config_.execd_bootstrap;
+    real.host_root = info.host_root;
+    real.layers_work_dir = layers_dir_ + "/" + info.id;
+    real.log_path = logs + "/container.log";
+    real.entrypoint = spec.resolved_entrypoint;
+    real.env = spec.env;
+    real.mounts = mounts;
+    real.access_token = config_.execd_token;
+    real.grace_ms = config_.sse_grace_ms;
+    if (info.origin_image) real.code_interpreter_script = CodeInterpreterScriptOf(*info.origin_image);
+    real.connections_accepted = &stats_->execd_connections_accepted;
+    record->real_execd = RealExecd::Start(real, error);
+    if (!record->real_execd) {
+      record->real_execd.reset();  // ends what did start
+      RemoveTreeQuietly(real.layers_work_dir);
+      RemoveTreeQuietly(info.host_root);
+      RemoveTreeQuietly(logs);
+      return false;
+    }
+    info.execd_port = record->real_execd->port();
+    info.real_execd = true;
+  } else {
+    record->execd = ExecdServer::Start(options, info.host_root, record->gate, error);
+    if (!record->execd) {
+      RemoveTreeQuietly(info.host_root);
+      RemoveTreeQuietly(logs);
+      return false;
+    }
+    info.execd_port = record->execd->port();
   }
-  info.execd_port = record->execd->port();
   SetState(*record, pending ? "Pending" : "Running");
   if (start_ms > 0 && !record->stuck_pending) {
     record->transition_to = "Running";
@@ -278,7 +318,12 @@ std::unique_ptr<SandboxRegistry::Record> SandboxRegistry::TakeLocked(const std::
 
 void SandboxRegistry::Teardown(std::unique_ptr<Record> record) {
   if (!record) return;
-  record->execd->Shutdown();
+  if (record->real_execd) {
+    record->real_execd->Shutdown();
+    RemoveTreeQuietly(layers_dir_ + "/" + record->info.id);
+  } else {
+    record->execd->Shutdown();
+  }
   RemoveTreeQuietly(record->info.host_root);
   RemoveTreeQuietly(logs_dir_ + "/" + record->info.id);
   // A named volume another sandbox still mounts stays (Docker refuses to remove it).
@@ -375,6 +420,16 @@ std::optional<SandboxInfo> SandboxRegistry::PatchMetadata(
     }
   }
   return it->second->info;
+}
+
+int SandboxRegistry::DialSandbox(const std::string& id, int port, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end() || !it->second->real_execd) {
+    *error = "no sandbox " + id + " with a network of its own";
+    return -1;
+  }
+  return it->second->real_execd->Dial(port, error);
 }
 
 size_t SandboxRegistry::LiveCount() {

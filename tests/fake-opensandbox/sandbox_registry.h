@@ -22,6 +22,7 @@
 #include "tests/fake-opensandbox/execd_server.h"
 #include "tests/fake-opensandbox/fake_config.h"
 #include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/real_execd.h"
 #include "tests/fake-opensandbox/sandbox_gate.h"
 #include "tests/fake-opensandbox/server_clock.h"
 #include "tests/fake-opensandbox/server_stats.h"
@@ -51,6 +52,7 @@ struct SandboxInfo {
   std::string egress_token;  // OPENSANDBOX-EGRESS-AUTH value (with a network policy)
   std::string host_root;
   int execd_port = 0;
+  bool real_execd = false;   // upstream's execd runs it (--execd-binary)
   uint64_t sequence = 0;     // creation order, for stable newest-first sorting
 };
 
@@ -81,6 +83,10 @@ class SandboxRegistry {
       const std::string& id,
       const std::vector<std::pair<std::string, std::optional<std::string>>>& patch);
 
+  // A connection to `port` inside a sandbox that runs the real execd (its own network);
+  // -1 with *error otherwise.
+  int DialSandbox(const std::string& id, int port, std::string* error);
+
   size_t LiveCount();
   // Kills every sandbox (process exit).
   void RemoveAll();
@@ -94,7 +100,8 @@ class SandboxRegistry {
     std::string transition_to;
     int exit_code = 0;  // the entrypoint's, once it has failed
     std::shared_ptr<SandboxGate> gate;
-    std::unique_ptr<ExecdServer> execd;
+    std::unique_ptr<ExecdServer> execd;     // the fake's execd, or
+    std::unique_ptr<RealExecd> real_execd;  // upstream's, with --execd-binary
     std::vector<std::string> delete_volumes;  // named volumes that end with the sandbox
     std::vector<std::string> claims;          // every named volume it mounts
   };
@@ -112,6 +119,7 @@ class SandboxRegistry {
   const std::string root_dir_;
   const std::string staging_dir_;
   const std::string logs_dir_;
+  const std::string layers_dir_;  // overlayfs work directories of real-execd sandboxes
   VolumeStore volumes_;
 
   std::mutex mutex_;

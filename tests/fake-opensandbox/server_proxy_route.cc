@@ -27,6 +27,13 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
     return;
   }
   if (!info) return SendSandboxNotFound(res, *ctx, id);
+  if (!websocket && ctx->faults->TakeProxyInternalError()) {
+    // upstream's proxy reused a connection on which an event stream was still arriving and
+    // read its events as the status line (seen on a real server, API digest §2.21).
+    return SendCodeMessage(res, 500, "GENERAL::UNKNOWN_ERROR",
+                           "An internal error occurred in the proxy: illegal status line: "
+                           "bytearray(b'\"type\":\"ping\",\"text\":\"pong\",\"timestamp\":1796613183041}')");
+  }
   if (websocket && ctx->faults->Get().proxy_ws_unreachable) {
     if (!RefuseUpgrade(req, 1011)) SendCodeMessage(res, 502, "GENERAL::UNKNOWN_ERROR", "unreachable");
     return;
@@ -40,6 +47,10 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
   ForwardTarget target;
   target.port = info->execd_port;
   target.path_and_query = "/proxy/" + port + rest + RawQuery(req);
+  // upstream's proxy reaches the container's port itself: execd's own, with no hop through
+  // execd's reverse proxy, for a sandbox that runs the real execd. (Its other ports still
+  // pass through execd's /proxy/<P>: the fake publishes only execd's.)
+  if (info->real_execd && port == "44772") target.path_and_query = (rest.empty() ? "/" : rest) + RawQuery(req);
   target.dropped_headers = {"Authorization", "Cookie", "OPEN-SANDBOX-API-KEY"};
   target.added_headers = {{"X-Forwarded-Proto", "http"},
                           {"X-Forwarded-Host", req.get_header_value("Host")},

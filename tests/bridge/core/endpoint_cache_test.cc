@@ -37,5 +37,20 @@ TEST(UpstreamTest, RemembersExecsOnlyAsLongAsTheyCanBeListed) {
   EXPECT_EQ(upstream.ExecIdForTag("sbx", "detached-0"), "");
 }
 
+// A Docker server's bridge-mode endpoint for execd names execd's own host port and then
+// /proxy/44772, a second hop through execd's reverse proxy to itself: it is dropped.
+// Every other shape (a server proxy's path, a gateway's, another port) is kept.
+TEST(DirectExecdEndpointTest, DropsOnlyExecdsProxyToItself) {
+  EXPECT_EQ(DirectExecdEndpoint("10.57.1.91:40109/proxy/44772"), "10.57.1.91:40109");
+  EXPECT_EQ(DirectExecdEndpoint("127.0.0.1:40109/proxy/44772/"), "127.0.0.1:40109");
+  EXPECT_EQ(DirectExecdEndpoint("http://host:1/proxy/44772"), "http://host:1");
+  EXPECT_EQ(DirectExecdEndpoint("127.0.0.1:8080/sandboxes/abc/proxy/44772"),
+            "127.0.0.1:8080/sandboxes/abc/proxy/44772");
+  EXPECT_EQ(DirectExecdEndpoint("gateway.example/abc/44772"), "gateway.example/abc/44772");
+  EXPECT_EQ(DirectExecdEndpoint("127.0.0.1:40109/proxy/8080"), "127.0.0.1:40109/proxy/8080");
+  EXPECT_EQ(DirectExecdEndpoint("127.0.0.1:40109/proxy/447720"), "127.0.0.1:40109/proxy/447720");
+  EXPECT_EQ(DirectExecdEndpoint("10.0.0.5:44772"), "10.0.0.5:44772");
+}
+
 }  // namespace
 }  // namespace abx::core

@@ -1,0 +1,206 @@
+// A sandbox that runs upstream's real execd (--execd-binary, real_execd.h) keeps what it
+// runs to itself: what a command destroys, writes, kills or forks inside one sandbox
+// leaves the host and the other sandboxes untouched, and a sandbox that is deleted, that
+// expires or whose fake ends leaves no process and no mount behind.
+//
+// Needs root and the binaries' directory in ABX_E2E_REAL_EXECD_DIR (tools/test passes
+// it); skipped otherwise.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/fake-opensandbox/test_support.h"
+
+namespace fake_opensandbox {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string Quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+std::string FakeBinary() {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  if (srcdir && workspace) return std::string(srcdir) + "/" + workspace + "/tests/fake-opensandbox/fake-opensandbox";
+  return "tests/fake-opensandbox/fake-opensandbox";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+// Whether any process's mount table names `path` (an overlay or bind of a sandbox).
+bool MountedAnywhere(const std::string& path) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (ReadFile("/proc/" + name + "/mountinfo").find(path) != std::string::npos) return true;
+  }
+  return false;
+}
+
+class RealExecdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = getenv("ABX_E2E_REAL_EXECD_DIR");
+    if (geteuid() != 0) GTEST_SKIP() << "a real-execd sandbox needs root";
+    if (!dir || access((std::string(dir) + "/execd-1.0.19").c_str(), X_OK) != 0) {
+      GTEST_SKIP() << "no execd-1.0.19 in ABX_E2E_REAL_EXECD_DIR";
+    }
+    FakeConfig config = TestConfig();
+    config.execd_binary = std::string(dir) + "/execd-1.0.19";
+    config.self_binary = FakeBinary();
+    fake_ = std::make_unique<TestFake>(config);
+  }
+
+  struct Sandbox {
+    std::string id;
+    std::string root;  // its directory on the host
+    std::unique_ptr<EndpointClient> execd;
+  };
+
+  Sandbox Create(const std::string& extra_fields = "") {
+    Sandbox sandbox;
+    sandbox.id = fake_->CreateSandbox(extra_fields);
+    EXPECT_FALSE(sandbox.id.empty());
+    if (sandbox.id.empty()) return sandbox;
+    sandbox.root = ParseJson(fake_->lifecycle->Get(("/_fake/sandboxes/" + sandbox.id).c_str())->body)["root"]
+                       .GetString();
+    sandbox.execd = std::make_unique<EndpointClient>(fake_->ExecdEndpoint(sandbox.id));
+    // execd answers a moment after the container starts.
+    for (int i = 0; i < 200; ++i) {
+      auto ping = sandbox.execd->client->Get(sandbox.execd->Path("/ping").c_str());
+      if (ping && ping->status == 200) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return sandbox;
+  }
+
+  // Runs `command` in the sandbox (as `uid` when >= 0); its stdout lines joined by "\n".
+  std::string Run(const Sandbox& sandbox, const std::string& command, int uid = -1) {
+    std::string body = "{\"command\":" + Quoted(command) + (uid >= 0 ? ",\"uid\":" + std::to_string(uid) : "") + "}";
+    auto res = sandbox.execd->client->Post(sandbox.execd->Path("/command").c_str(), body, "application/json");
+    if (!res || res->status != 200) return "<no answer>";
+    std::string out;
+    for (const std::string& line : OutputTexts(ParseEvents(res->body), "stdout")) out += (out.empty() ? "" : "\n") + line;
+    return out;
+  }
+
+  std::unique_ptr<TestFake> fake_;
+};
+
+TEST_F(RealExecdTest, WhatASandboxRunsLeavesTheHostAndOtherSandboxesAlone) {
+  Sandbox a = Create(), b = Create();
+  ASSERT_TRUE(a.execd && b.execd);
+  // What must survive: a file of the host's /tmp, a host process, the other sandbox's files.
+  const std::string marker = "/tmp/abx-isolation-" + std::to_string(getpid());
+  { std::ofstream(marker) << "host"; }
+  const std::string host_sleeper_arg = "300." + std::to_string(getpid());
+  const std::string host_sleeper = "sleep " + host_sleeper_arg;
+  pid_t sleeper = fork();
+  if (sleeper == 0) {
+    execlp("sleep", "sleep", host_sleeper_arg.c_str(), nullptr);
+    _exit(127);
+  }
+  EXPECT_EQ(Run(b, "echo b > /tmp/b-file && echo b > /root/b-file && echo ok"), "ok");
+
+  // It is root, with a root of its own: /tmp and /root are its own, /etc writes stay in
+  // its directory.
+  EXPECT_EQ(Run(a, "id -u"), "0");
+  EXPECT_EQ(Run(a, "stat -c %a /tmp"), "1777");
+  // (execd keeps a command's output in files of /tmp: this one's is lost with them.)
+  Run(a, "rm -rf /tmp/* /root/* /tmp/.[!.]* 2>/dev/null; echo x > /etc/x; echo y > /usr/y");
+  EXPECT_EQ(Run(a, "cat /etc/x /usr/y"), "x\ny");
+  EXPECT_TRUE(Exists(marker)) << "a sandbox's rm -rf /tmp/* reached the host's /tmp";
+  EXPECT_FALSE(Exists("/etc/x"));
+  EXPECT_FALSE(Exists("/usr/y"));
+  EXPECT_EQ(ReadFile(a.root + "/etc/x"), "x\n") << "its writes are kept in its own directory";
+  EXPECT_EQ(Run(a, "test -e " + marker + " && echo seen || echo unseen"), "unseen")
+      << "the host's /tmp is visible in the sandbox";
+
+  // A fork loop bounded by a ulimit (of an unprivileged user: root is exempt from it),
+  // its processes counted with shell builtins only (no fork is left to count with).
+  const std::string forked = Run(
+      a, "(ulimit -u 40; for i in $(seq 300); do sleep 5 & done) >/dev/null 2>&1 & sleep 1.5; n=0; "
+         "for f in /proc/[0-9]*/status; do while read -r k v rest; do if [ \"$k\" = Uid: ]; then "
+         "[ \"$v\" = 65534 ] && n=$((n+1)); break; fi; done < \"$f\"; done; echo $n",
+      65534);
+  EXPECT_GE(std::atoi(forked.c_str()), 10) << forked;
+  EXPECT_LE(std::atoi(forked.c_str()), 42) << forked;
+
+  // kill -9 -1 as the sandbox's root ends the sandbox's own processes, nothing else.
+  Run(a, "kill -9 -1");
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_TRUE(ProcessRunning(host_sleeper)) << "a sandbox's kill -9 -1 reached the host";
+  EXPECT_EQ(Run(b, "cat /tmp/b-file /root/b-file"), "b\nb") << "the other sandbox lost its files";
+  EXPECT_EQ(Run(b, "echo alive"), "alive") << "the other sandbox's execd was killed";
+  kill(sleeper, SIGKILL);
+  waitpid(sleeper, nullptr, 0);
+  unlink(marker.c_str());
+}
+
+TEST_F(RealExecdTest, ADeletedOrExpiredSandboxOrAnEndedFakeLeavesNoProcessAndNoMount) {
+  Sandbox deleted = Create(), expiring = Create("\"timeout\":600"), last = Create();
+  ASSERT_TRUE(deleted.execd && expiring.execd && last.execd);
+  auto start = [this](const Sandbox& sandbox, const std::string& sleeper) {
+    Run(sandbox, "nohup " + sleeper + " >/dev/null 2>&1 & echo started");
+    for (int i = 0; i < 100 && !ProcessRunning(sleeper); ++i) std::this_thread::sleep_for(milliseconds(20));
+    EXPECT_TRUE(ProcessRunning(sleeper));
+  };
+  const std::string tag = std::to_string(getpid());
+  start(deleted, "sleep 400." + tag + "1");
+  start(expiring, "sleep 400." + tag + "2");
+  start(last, "sleep 400." + tag + "3");
+  ASSERT_TRUE(MountedAnywhere(deleted.root)) << "the sandbox's overlays are not where this test looks";
+
+  auto res = fake_->lifecycle->Delete(("/v1/sandboxes/" + deleted.id).c_str());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_FALSE(ProcessRunning("sleep 400." + tag + "1"));
+  EXPECT_FALSE(MountedAnywhere(deleted.root));
+
+  // Renewed to expire two seconds from now (the fake's clock is this one: no skew).
+  res = fake_->lifecycle->Get(("/v1/sandboxes/" + expiring.id).c_str());
+  ASSERT_TRUE(res);
+  const auto soon = std::chrono::system_clock::now() + std::chrono::seconds(2);
+  const std::time_t t = std::chrono::system_clock::to_time_t(soon);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  res = fake_->lifecycle->Post(("/v1/sandboxes/" + expiring.id + "/renew-expiration").c_str(),
+                               std::string("{\"expiresAt\":\"") + when + "\"}", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  for (int i = 0; i < 250 && ProcessRunning("sleep 400." + tag + "2"); ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_FALSE(ProcessRunning("sleep 400." + tag + "2"));
+  EXPECT_FALSE(MountedAnywhere(expiring.root));
+
+  fake_.reset();
+  EXPECT_FALSE(ProcessRunning("sleep 400." + tag + "3"));
+  EXPECT_FALSE(MountedAnywhere(last.root));
+}
+
+}  // namespace
+}  // namespace fake_opensandbox

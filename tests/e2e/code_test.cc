@@ -261,8 +261,15 @@ TEST_F(CodeTest, PipelinedRunsKeepTheirOrderUnderLoad) {
   }
   while (answered < ids.size()) answer_next();
   EXPECT_EQ(failed, 0);
-  MessagePtr seen = Run("seen == list(range(" + std::to_string(kPairs) + "))");
-  ASSERT_NE(seen, nullptr);
+  // The real execd ends a run at the kernel's first "idle" status, whichever request it
+  // belongs to, so under load a run can end with its result lost (docs/opensandbox.md
+  // §2.18). This check changes nothing, so it is asked again when its answer holds none.
+  MessagePtr seen;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    seen = Run("seen == list(range(" + std::to_string(kPairs) + "))");
+    ASSERT_NE(seen, nullptr);
+    if (seen->IsError() || !Value(seen).empty()) break;
+  }
   EXPECT_EQ(Value(seen), "True") << seen->raw;
 }
 

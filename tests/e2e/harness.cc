@@ -91,7 +91,7 @@ void TestEnv::SetUp() {
   }
   if (!RealExecdTier().empty() && RealExecdBinary().empty()) {
     GTEST_SKIP() << "the real-execd tier needs execd-" << RealExecdTier()
-                 << " in ABX_E2E_REAL_EXECD_DIR (tools/test passes ../shared/opensandbox/execd)";
+                 << " in ABX_E2E_REAL_EXECD_DIR (tools/test sets it when the binaries are there: README.md)";
   }
   ASSERT_TRUE(RestartFake(FakeFlags()));
 }

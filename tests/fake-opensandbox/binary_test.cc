@@ -21,15 +21,6 @@
 namespace fake_opensandbox {
 namespace {
 
-std::string BinaryPath() {
-  const char* srcdir = getenv("TEST_SRCDIR");
-  const char* workspace = getenv("TEST_WORKSPACE");
-  if (srcdir && workspace) {
-    return std::string(srcdir) + "/" + workspace + "/tests/fake-opensandbox/fake-opensandbox";
-  }
-  return "tests/fake-opensandbox/fake-opensandbox";
-}
-
 struct Child {
   pid_t pid = -1;
   FILE* out = nullptr;
@@ -45,7 +36,7 @@ Child Spawn(std::vector<std::string> args) {
     close(fds[0]);
     close(fds[1]);
     std::vector<char*> argv;
-    std::string path = BinaryPath();
+    std::string path = FakeBinaryPath();
     argv.push_back(const_cast<char*>(path.c_str()));
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -32,7 +32,7 @@ class ExecdTest : public ::testing::Test {
     return execd_->client->Post(execd_->Path("/command").c_str(), body, "application/json");
   }
   std::vector<StreamEvent> RunEvents(const std::string& command) {
-    std::string body = "{\"command\":" + Quoted(command) + "}";
+    std::string body = "{\"command\":" + JsonQuoted(command) + "}";
     auto res = Run(body);
     EXPECT_TRUE(res);
     if (!res) return {};
@@ -42,14 +42,6 @@ class ExecdTest : public ::testing::Test {
     auto events = ParseEvents(res->body, &framed);
     EXPECT_TRUE(framed) << res->body;
     return events;
-  }
-  static std::string Quoted(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
   }
   std::string ReadHostFile(const std::string& sandbox_path) {
     std::ifstream in(root_ + sandbox_path, std::ios::binary);

@@ -26,22 +26,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string Quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
-
-std::string FakeBinary() {
-  const char* srcdir = getenv("TEST_SRCDIR");
-  const char* workspace = getenv("TEST_WORKSPACE");
-  if (srcdir && workspace) return std::string(srcdir) + "/" + workspace + "/tests/fake-opensandbox/fake-opensandbox";
-  return "tests/fake-opensandbox/fake-opensandbox";
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), {});
@@ -72,7 +56,7 @@ class RealExecdTest : public ::testing::Test {
     }
     FakeConfig config = TestConfig();
     config.execd_binary = std::string(dir) + "/execd-1.0.19";
-    config.self_binary = FakeBinary();
+    config.self_binary = FakeBinaryPath();
     fake_ = std::make_unique<TestFake>(config);
   }
 
@@ -101,7 +85,7 @@ class RealExecdTest : public ::testing::Test {
 
   // Runs `command` in the sandbox (as `uid` when >= 0); its stdout lines joined by "\n".
   std::string Run(const Sandbox& sandbox, const std::string& command, int uid = -1) {
-    std::string body = "{\"command\":" + Quoted(command) + (uid >= 0 ? ",\"uid\":" + std::to_string(uid) : "") + "}";
+    std::string body = "{\"command\":" + JsonQuoted(command) + (uid >= 0 ? ",\"uid\":" + std::to_string(uid) : "") + "}";
     auto res = sandbox.execd->client->Post(sandbox.execd->Path("/command").c_str(), body, "application/json");
     if (!res || res->status != 200) return "<no answer>";
     std::string out;

@@ -16,6 +16,24 @@ FakeConfig TestConfig() {
   return config;
 }
 
+std::string JsonQuoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string FakeBinaryPath() {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  if (srcdir && workspace) {
+    return std::string(srcdir) + "/" + workspace + "/tests/fake-opensandbox/fake-opensandbox";
+  }
+  return "tests/fake-opensandbox/fake-opensandbox";
+}
+
 TestFake::TestFake(const FakeConfig& config) {
   std::string error;
   server = FakeServer::Start(config, &error);

@@ -53,6 +53,10 @@ std::vector<StreamEvent> ParseEvents(const std::string& body, bool* well_framed 
 std::vector<std::string> OutputTexts(const std::vector<StreamEvent>& events, const char* type);
 
 rapidjson::Document ParseJson(const std::string& text);
+// `text` as a JSON string (quotes and backslashes escaped; the tests send nothing else).
+std::string JsonQuoted(const std::string& text);
+// The built fake-opensandbox binary (a data dependency of the test).
+std::string FakeBinaryPath();
 
 // True if a live process has exactly this command line (argv joined by spaces).
 bool ProcessRunning(const std::string& command_line);

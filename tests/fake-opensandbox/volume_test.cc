@@ -24,15 +24,6 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 struct Answer {
   int status = 0;
   std::string body;
@@ -58,7 +49,7 @@ Answer Create(TestFake& fake, const std::string& extra) {
 // Runs `command` in the sandbox; its stdout, and its exit code in *exit_code.
 std::string RunIn(TestFake& fake, const std::string& id, const std::string& command, int* exit_code = nullptr) {
   EndpointClient execd(fake.ExecdEndpoint(id));
-  auto res = execd.client->Post(execd.Path("/command").c_str(), "{\"command\":" + Quoted(command) + "}",
+  auto res = execd.client->Post(execd.Path("/command").c_str(), "{\"command\":" + JsonQuoted(command) + "}",
                                 "application/json");
   if (!res) return "<no answer>";
   std::string out;

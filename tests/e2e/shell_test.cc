@@ -256,7 +256,9 @@ TEST_F(ShellTest, CancelEndsTheCommandAndWhatItStartedButNotTheShell) {
   ExpectGone(foreground);
   // The shell lives, with the state from before the cancelled command.
   EXPECT_EQ(Output(shell, "echo \"$KEPT,${LOST:-lost}\"; pwd"), "1,lost\n/tmp\n");
-  if (!live()) EXPECT_EQ(ShellEnvAtExecd(shell).find("ABX_EXEC_TAG"), std::string::npos);
+  if (!live()) {
+    EXPECT_EQ(ShellEnvAtExecd(shell).find("ABX_EXEC_TAG"), std::string::npos);
+  }
 }
 
 TEST_F(ShellTest, ATimeoutEndsTheCommandAndKeepsTheShell) {
@@ -283,15 +285,23 @@ TEST_F(ShellTest, ProcessKillEndsTheCommandNeverTheShell) {
   ASSERT_FALSE(exec_id.empty());
   ASSERT_NE(shim_->WaitNotification(exec_id, "exec.output", Millis(10000)), nullptr);
 
-  // process.list names the command's processes by its exec_id, as for any command.
-  MessagePtr listed = shim_->Request("process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
-  ASSERT_NE(listed, nullptr);
-  bool named = false;
-  for (const rapidjson::Value& process : Find(listed->result(), "processes")->GetArray()) {
-    if (GetString(process, "command").find(sleeper) != std::string::npos) {
-      named = GetString(process, "exec_id") == exec_id;
+  // process.list names the command's processes by its exec_id, as for any command. The
+  // output only says `echo` ran: the shell may not have started the sleep yet, so the
+  // listing is asked again until the sleep is in it.
+  bool listed_sleep = false, named = false;
+  for (const auto deadline = Clock::now() + Millis(10000); !listed_sleep && Clock::now() < deadline;) {
+    MessagePtr listed = shim_->Request("process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+    ASSERT_NE(listed, nullptr);
+    ASSERT_FALSE(listed->IsError()) << listed->raw;
+    for (const rapidjson::Value& process : Find(listed->result(), "processes")->GetArray()) {
+      if (GetString(process, "command").find(sleeper) != std::string::npos) {
+        listed_sleep = true;
+        named = GetString(process, "exec_id") == exec_id;
+      }
     }
+    if (!listed_sleep) std::this_thread::sleep_for(Millis(50));
   }
+  ASSERT_TRUE(listed_sleep) << "the sleep never showed in process.list";
   EXPECT_TRUE(named) << "the sleep is not listed with exec_id " << exec_id;
 
   MessagePtr killed = shim_->Request("process.kill", JsonObject().Str("sandbox_id", sandbox_).Str("exec_id", exec_id).str(),
@@ -318,7 +328,9 @@ TEST_F(ShellTest, ACommandThatExitsKeepsNothingAndTheTagNeverStays) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(GetInt(r->result(), "exit_code", -1), 3) << r->raw;
   EXPECT_EQ(Output(shell, "echo \"$KEPT,${LOST:-lost}\"; pwd"), "1,lost\n/\n");
-  if (!live()) EXPECT_EQ(ShellEnvAtExecd(shell).find("ABX_EXEC_TAG"), std::string::npos);
+  if (!live()) {
+    EXPECT_EQ(ShellEnvAtExecd(shell).find("ABX_EXEC_TAG"), std::string::npos);
+  }
 }
 
 TEST_F(ShellTest, ClosingAShellEndsItsCommand) {

@@ -7,6 +7,17 @@
 
 namespace abx::bench {
 
+std::string DirectExecdBase(const std::string& endpoint) {
+  static const std::string kSelfHop = "/proxy/44772";
+  std::string base = "http://" + endpoint;
+  while (base.size() > 7 && base.back() == '/') base.pop_back();
+  const size_t host_end = base.find('/', 7);
+  if (host_end != std::string::npos && base.compare(host_end, std::string::npos, kSelfHop) == 0) {
+    base.resize(host_end);
+  }
+  return base;
+}
+
 ShimConfig BenchContext::Shim() const {
   ShimConfig config;
   config.shim_binary = options.shim;

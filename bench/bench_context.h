@@ -35,7 +35,17 @@ struct BenchOptions {
   int sse_grace_ms = 0;        // the fake's pause after a stream's last event (execd: ~1000)
   int template_runs = 5;       // templates: creates of each kind (each waits the fake's start)
   int snapshot_runs = 5;       // templates: snapshots of 100 MiB, each side (after one of warm-up)
+  // Upstream's real execd, run by the fake in every sandbox (its --execd-binary); "" = the
+  // fake's own imitation.
+  std::string execd_binary;
 };
+
+// The base URL a direct baseline calls execd at, from the endpoint the lifecycle API names.
+// A Docker server names execd's host port followed by execd's own `/proxy/44772`, a hop
+// from execd to itself that cuts streams (docs/opensandbox.md §2.18); the provider skips
+// it (DirectExecdEndpoint in bridge/core/endpoint_cache.h), and so does the baseline, so that both sides
+// measure execd itself.
+std::string DirectExecdBase(const std::string& endpoint);
 
 struct BenchContext {
   BenchOptions options;
@@ -44,7 +54,7 @@ struct BenchContext {
   std::string api_key;      // the fake's; travels only in environments, never in argv
   FakeServer fake;
   std::string sandbox_id;
-  std::string execd_base;   // http://<execd endpoint>, as the lifecycle API names it
+  std::string execd_base;   // http://<execd endpoint> for the direct baselines: DirectExecdBase
   pid_t bridge_pid = -1;
   Report report;
 
@@ -62,6 +72,10 @@ struct BenchContext {
   // The bridge's `status` JSON, parsed; false when it does not answer.
   // The fake's container start time (its fault start_ms); false when it refuses.
   bool SetFakeStartDelay(int ms) const;
+
+  // Whether the fake counts execd's requests (its own execd does; a real one is behind a
+  // byte relay, which counts only connections).
+  bool execd_requests_counted() const { return options.execd_binary.empty(); }
 
   bool BridgeStatus(long long* peak_rss_bytes, long long* upstream_connections, pid_t* pid,
                     std::string* error) const;

@@ -4,6 +4,7 @@
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
 //   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates,pool] [--quick]
+//   tools/bench --execd real [...]   the same against upstream's real execd in every sandbox
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
 
@@ -25,12 +26,15 @@ namespace {
 
 using namespace abx::bench;
 
+// The scenarios whose rows measure execd's side: what a run against the real execd is for.
+constexpr const char* kExecdFacing = "warm,stream,files,transfer,code,shell,pty";
+
 int Usage(FILE* out) {
   std::fprintf(out,
                "usage: abx-opensandbox-bench --shim PATH --bridge PATH --fake PATH --node PATH --sdk-dir DIR\n"
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
-               "                             [--keep-work-dir]\n"
+               "                             [--keep-work-dir] [--execd-binary PATH]\n"
                "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,pty,templates,pool (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
@@ -38,7 +42,10 @@ int Usage(FILE* out) {
                "  --files-rounds N        files: each side's best of N rounds (default 2)\n"
                "  --sse-grace-ms MS       the fake's pause after a stream's last event (default 0;\n"
                "                   real execd waits ~1000: see docs/PERFORMANCE.md)\n"
-               "  --keep-work-dir  keep the temp dir with the fake's, the shims' and the bridge's logs\n");
+               "  --keep-work-dir  keep the temp dir with the fake's, the shims' and the bridge's logs\n"
+               "  --execd-binary PATH  every sandbox runs this real execd (the fake's --execd-binary; needs\n"
+               "                   root); without --only, just the execd-facing scenarios:\n"
+               "                   %s\n", kExecdFacing);
   return out == stderr ? 2 : 0;
 }
 
@@ -107,6 +114,8 @@ int main(int argc, char** argv) {
       options.files_rounds = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--sse-grace-ms") {
       options.sse_grace_ms = std::max(0, std::atoi(value().c_str()));
+    } else if (arg == "--execd-binary") {
+      options.execd_binary = Absolute(value());
     } else if (arg == "--keep-work-dir") {
       keep = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -119,6 +128,11 @@ int main(int argc, char** argv) {
   // An empty --node is allowed: the Node baselines are then reported as missing.
   if (options.shim.empty() || options.bridge.empty() || options.fake.empty() || options.sdk_dir.empty()) {
     return Usage(stderr);
+  }
+  if (!options.execd_binary.empty() && only.empty()) {
+    std::stringstream list(kExecdFacing);
+    std::string item;
+    while (std::getline(list, item, ',')) only.insert(item);
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
@@ -171,6 +185,10 @@ int main(int argc, char** argv) {
   if (keep) std::fprintf(stderr, "bench: logs kept in %s\n", ctx.work_dir.c_str());
 
   std::printf("Machine: %s\n", machine.c_str());
+  std::printf("execd: %s\n", options.execd_binary.empty()
+                                  ? "the fake's own (its newest profile)"
+                                  : ("upstream's real binary " + options.execd_binary +
+                                     ", in a bubblewrap jail per sandbox").c_str());
   std::printf("Load average at the end: %s; the run took %.0f s\n\n", load_end.c_str(), run.ElapsedS());
   ctx.report.Print(stdout);
   return 0;

@@ -18,6 +18,11 @@
 namespace abx::bench {
 namespace {
 
+std::string ExecdRequests(const BenchContext& ctx, long long n) {
+  return ctx.execd_requests_counted() ? std::to_string(n) + " execd requests"
+                                      : "execd requests (not counted: a real execd sits behind a byte relay)";
+}
+
 std::string LastLine(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
@@ -175,12 +180,12 @@ void RunCliCommands(BenchContext& ctx) {
                   "ours: " + std::to_string(ours.lifecycle_connections) + " lifecycle + " +
                       std::to_string(ours.execd_connections) + " execd connections for " +
                       std::to_string(ours.lifecycle_requests) + " lifecycle + " +
-                      std::to_string(ours.execd_requests) + " execd requests");
+                      ExecdRequests(ctx, ours.execd_requests));
   ctx.report.Note("connection reuse",
                   "JS SDK, measured: " + std::to_string(sdk.lifecycle_connections) + " lifecycle + " +
                       std::to_string(sdk.execd_connections) + " execd connections for " +
                       std::to_string(sdk.lifecycle_requests) + " lifecycle + " +
-                      std::to_string(sdk.execd_requests) + " execd requests in " +
+                      ExecdRequests(ctx, sdk.execd_requests) + " in " +
                       std::to_string(sdk.ms.size() + sdk.errors) + " runs");
 }
 

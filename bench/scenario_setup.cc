@@ -94,11 +94,15 @@ bool SetUp(BenchContext& ctx, std::string* error) {
   // the stream. Clients that read to the end (the SDK, the direct baseline) would pay
   // that second on every command and the comparison would measure the grace, not the
   // software; the bridge does not wait for it. See docs/PERFORMANCE.md.
-  if (!ctx.fake.Start(ctx.options.fake,
-                      {"--port", "0", "--api-key", ctx.api_key, "--sse-grace-ms",
-                       std::to_string(ctx.options.sse_grace_ms),
-                       "--execd-ready-after", "0", "--exit-on-stdin-eof"},
-                      ctx.LogPath("fake"), error)) {
+  std::vector<std::string> fake_args = {"--port", "0", "--api-key", ctx.api_key, "--sse-grace-ms",
+                                        std::to_string(ctx.options.sse_grace_ms),
+                                        "--execd-ready-after", "0", "--exit-on-stdin-eof"};
+  if (!ctx.options.execd_binary.empty()) {
+    // The real execd's own grace is set the same way (EXECD_API_GRACE_SHUTDOWN, from the
+    // fake's --sse-grace-ms).
+    fake_args.insert(fake_args.end(), {"--execd-binary", ctx.options.execd_binary});
+  }
+  if (!ctx.fake.Start(ctx.options.fake, fake_args, ctx.LogPath("fake"), error)) {
     return false;
   }
 
@@ -129,7 +133,7 @@ bool SetUp(BenchContext& ctx, std::string* error) {
     *error = "GET endpoints/44772: HTTP " + std::to_string(ep.status) + " " + ep.error;
     return false;
   }
-  ctx.execd_base = std::string("http://") + doc["endpoint"].GetString();
+  ctx.execd_base = DirectExecdBase(doc["endpoint"].GetString());
 
   if (!ctx.BridgeStatus(nullptr, nullptr, &ctx.bridge_pid, error)) return false;
   return true;

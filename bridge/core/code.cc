@@ -255,6 +255,7 @@ Result<opensandbox::CodeContextInfo> CodeInterpreter::CreateContext(const std::s
     if (!st.ok()) return st.error();
   }
   ABX_ASSIGN_OR_RETURN(auto context, execd.CreateCodeContext(language, cwd, cancel));
+  upstream_->code().RememberContext(sandbox_id, context.id, context.language.empty() ? language : context.language);
   if (!cwd.empty() && language == "python") {
     // execd only names the notebook after `cwd`; the kernel's directory is changed here.
     CodeRunSpec chdir;
@@ -273,6 +274,7 @@ Result<opensandbox::CodeContextInfo> CodeInterpreter::CreateContext(const std::s
     else if (changed->error) failed = MakeError(ErrorCode::kInvalidState, "cannot use " + cwd + " as the working directory: " + changed->error->value);
     if (!changed.ok() || changed->error) {
       execd.DeleteCodeContext(context.id, nullptr);
+      upstream_->code().ForgetQueue(sandbox_id, context.id);
       return failed;
     }
   }
@@ -293,6 +295,12 @@ Result<bool> CodeInterpreter::DeleteContext(const std::string& sandbox_id, const
   return deleted;
 }
 
+Error CodeInterpreter::UnknownContext(const CodeRunSpec& spec) {
+  upstream_->code().ForgetQueue(spec.sandbox_id, spec.context_id);
+  return MakeError(ErrorCode::kNotFound,
+                   "code context " + spec.context_id + " does not exist in sandbox " + spec.sandbox_id);
+}
+
 Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* cancel, CodeSink* sink) {
   const int64_t arrival = NowMillis();
   const int64_t deadline = spec.timeout_s ? arrival + static_cast<int64_t>(*spec.timeout_s * 1000) : 0;
@@ -300,18 +308,21 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
   std::string language = spec.language;
   if (!spec.context_id.empty()) {
     // The context's own language: upstream runs an id without one as a shell command.
-    ABX_ASSIGN_OR_RETURN(auto contexts, execd.ListCodeContexts("", cancel));
-    auto found = std::find_if(contexts.begin(), contexts.end(),
-                              [&](const auto& c) { return c.id == spec.context_id; });
-    if (found == contexts.end()) {
-      return MakeError(ErrorCode::kNotFound, "code context " + spec.context_id +
-                                                 " does not exist in sandbox " + spec.sandbox_id);
+    // Known once seen (a context keeps its language); a context deleted behind the
+    // bridge's back is then execd's "context not found", below.
+    std::optional<std::string> known = upstream_->code().ContextLanguage(spec.sandbox_id, spec.context_id);
+    if (!known) {
+      ABX_ASSIGN_OR_RETURN(auto contexts, execd.ListCodeContexts("", cancel));
+      for (const auto& c : contexts) upstream_->code().RememberContext(spec.sandbox_id, c.id, c.language);
+      auto found = std::find_if(contexts.begin(), contexts.end(),
+                                [&](const auto& c) { return c.id == spec.context_id; });
+      if (found == contexts.end()) return UnknownContext(spec);
+      known = found->language;
     }
-    if (!language.empty() && language != found->language) {
-      return InvalidParams("language", "context " + spec.context_id + " runs " + found->language +
-                                           ", not " + language);
+    if (!language.empty() && language != *known) {
+      return InvalidParams("language", "context " + spec.context_id + " runs " + *known + ", not " + language);
     }
-    language = found->language;
+    language = *known;
   } else {
     if (language.empty()) language = "python";
     Status st = EnsureReady(execd, spec.sandbox_id, language, cancel);
@@ -344,23 +355,31 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
   const int64_t request_ms = static_cast<int64_t>(config_->request_timeout_s * 1000);
   const int64_t busy_until = deadline > 0 ? deadline : NowMillis() + request_ms;
   const std::string body = CodeBody(spec.code, spec.context_id, language);
+  // While a leftover run of this queue is interrupted, a no-op asks whether the context is
+  // free, so that the code itself never meets the kernel's abort after the interrupt.
+  const std::string probe_body = CodeBody("pass", spec.context_id, language);
+  bool probing = false;
   int unsent_tries = 0;
+  int64_t last_interrupt = 0;
   for (;;) {
     Execution execution;
     execution.context_id = spec.context_id;
     Attempt attempt;
-    bool saw_output = false;
+    bool saw_output = false, saw_init = false;
     {
       // Interrupts go out only after execd's init: before it, the request may not have
       // reached the kernel at all.
       Watchdog watchdog(&execd, cancel, deadline, kInterruptGraceMs);
-      attempt.status = execd.RunCode(body, watchdog.stream_cancel(), request_ms, [&](const ExecdEvent& e) {
+      attempt.status = execd.RunCode(probing ? probe_body : body, watchdog.stream_cancel(), request_ms,
+                                     [&](const ExecdEvent& e) {
         if (e.kind == ExecdEventKind::kUntyped) {
           attempt.bare_code = e.code;
           attempt.bare_message = e.message;
           return true;
         }
+        if (probing && e.type != "init") return true;
         if (e.type == "init") {
+          saw_init = true;
           if (execution.context_id.empty()) {
             execution.context_id = e.text;
             upstream_->code().LinkQueue(spec.sandbox_id, key, e.text);
@@ -401,13 +420,27 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
       }
       execution.timed_out = watchdog.timed_out();
     }
+    if (probing && attempt.status.ok() && !Contains(attempt.bare_message, "busy")) {
+      // The leftover has ended and the context is free. An IPython kernel aborts what
+      // reaches it in the moment after the leftover's KeyboardInterrupt: waited out.
+      queue->leftover() = {};
+      probing = false;
+      if (!cancel->SleepFor(kSettleAfterErrorMs)) return MakeError(ErrorCode::kCancelled, "code.run was cancelled");
+      if (deadline > 0 && NowMillis() >= deadline) {
+        return MakeError(ErrorCode::kTimeout,
+                         "code.run timed out while an earlier run of its context, whose stream broke off, was "
+                         "interrupted");
+      }
+      continue;
+    }
     if (!attempt.status.ok()) {
       const Error& e = attempt.status.error();
-      if (e.http_status == 500 && Contains(e.message, "context not found")) {
-        return MakeError(ErrorCode::kNotFound, "code context " + spec.context_id + " does not exist");
-      }
+      if (e.http_status == 500 && Contains(e.message, "context not found")) return UnknownContext(spec);
+      // The stream broke off after execd took the run: the kernel may still be running it.
+      if (saw_init && !probing) queue->leftover() = {execution.context_id, 0};
       return e;
     }
+    if (Contains(attempt.bare_message, "context not found") && !saw_output) return UnknownContext(spec);
     if (!attempt.bare_message.empty() || !attempt.bare_code.empty()) {
       // execd could not open its connection to the kernel (a Jupyter server slow to serve
       // many fresh kernels at once answers its WebSocket late): the code was never sent,
@@ -419,6 +452,38 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
         continue;
       }
       if (unsent && cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "code.run was cancelled");
+      RunQueue::Leftover& leftover = queue->leftover();
+      if (Contains(attempt.bare_message, "busy") && !saw_output && !leftover.context_id.empty()) {
+        // What holds the context is a run of this queue whose stream broke off: it is
+        // interrupted, as a cancel would, once a second, and the context is given the
+        // interrupt's grace from the first one, across the runs that meet it.
+        const int64_t now = NowMillis();
+        if (leftover.interrupted_since_ms == 0) leftover.interrupted_since_ms = now;
+        if (now - leftover.interrupted_since_ms >= kInterruptGraceMs) {
+          Error stuck = MakeError(ErrorCode::kInvalidState,
+                                  "the kernel of code context " + leftover.context_id +
+                                      " does not respond to interrupt; delete the context");
+          queue->Poison(stuck);
+          return stuck;
+        }
+        if (now - last_interrupt >= kReinterruptInterval.count()) {
+          last_interrupt = now;
+          Status sent = execd.InterruptCode(leftover.context_id, cancel);
+          if (!sent.ok()) {
+            log::Warn("code.interrupt_failed", {{"context_id", leftover.context_id}, {"error", sent.error().message}});
+          }
+        }
+        if (now + kBusyRetryInterval.count() < busy_until && cancel->SleepFor(kBusyRetryInterval)) {
+          probing = true;
+          continue;
+        }
+        if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "code.run was cancelled");
+        Error busy = MakeError(ErrorCode::kInvalidState, "code context " + leftover.context_id +
+                                                             " is still busy with an earlier run whose stream broke "
+                                                             "off; it was interrupted: try again");
+        busy.retryable = true;
+        return busy;
+      }
       if (Contains(attempt.bare_message, "busy") && !saw_output) {
         // Another client's run holds the context: try again within the run's time.
         if (NowMillis() + kBusyRetryInterval.count() < busy_until && cancel->SleepFor(kBusyRetryInterval)) continue;
@@ -432,10 +497,12 @@ Result<Execution> CodeInterpreter::Run(const CodeRunSpec& spec, CancelToken* can
     }
     turn.settle = execution.error.has_value();
     if (!attempt.complete && !execution.error && execution.results.empty() && !execution.timed_out) {
+      if (saw_init) queue->leftover() = {execution.context_id, 0};
       return MakeError(ErrorCode::kUpstream,
                        "the code run ended without a result; the context's state may be lost (its kernel "
                        "may have died)");
     }
+    queue->leftover() = {};
     return execution;
   }
 }

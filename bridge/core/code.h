@@ -89,6 +89,8 @@ class CodeInterpreter {
   Result<Execution> Run(const CodeRunSpec& spec, CancelToken* cancel, CodeSink* sink);
 
  private:
+  // E8005 for a run naming a context the sandbox does not have; the bridge forgets it.
+  Error UnknownContext(const CodeRunSpec& spec);
   Status EnsureReady(opensandbox::ExecdClient& execd, const std::string& sandbox_id,
                      const std::string& language, CancelToken* cancel);
   EndpointCache* upstream_;

@@ -45,11 +45,17 @@ void CodeRegistry::LinkQueue(const std::string& sandbox_id, const std::string& k
 
 void CodeRegistry::ForgetQueue(const std::string& sandbox_id, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  languages_.erase(Key(sandbox_id, key));
   auto it = queues_.find(Key(sandbox_id, key));
   if (it == queues_.end()) return;
   const std::shared_ptr<RunQueue> queue = it->second;
   for (auto q = queues_.begin(); q != queues_.end();) {
-    q = q->second == queue ? queues_.erase(q) : std::next(q);
+    if (q->second != queue) {
+      ++q;
+      continue;
+    }
+    languages_.erase(q->first);
+    q = queues_.erase(q);
   }
 }
 
@@ -59,6 +65,24 @@ void CodeRegistry::ForgetReadiness(const std::string& sandbox_id) {
   for (auto it = ready_.lower_bound(prefix); it != ready_.end() && it->compare(0, prefix.size(), prefix) == 0;) {
     it = ready_.erase(it);
   }
+  for (auto it = languages_.lower_bound(prefix);
+       it != languages_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = languages_.erase(it);
+  }
+}
+
+std::optional<std::string> CodeRegistry::ContextLanguage(const std::string& sandbox_id,
+                                                         const std::string& context_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = languages_.find(Key(sandbox_id, context_id));
+  if (it == languages_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CodeRegistry::RememberContext(const std::string& sandbox_id, const std::string& context_id,
+                                   const std::string& language) {
+  std::lock_guard<std::mutex> lock(mu_);
+  languages_[Key(sandbox_id, context_id)] = language;
 }
 
 }  // namespace abx::core

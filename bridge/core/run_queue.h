@@ -42,6 +42,16 @@ class RunQueue : public std::enable_shared_from_this<RunQueue> {
   // The running run's kernel ignores interrupts (code contexts only): it and every run that waits or comes
   // later fail with `why`, until the context is deleted.
   void Poison(Error why);
+  // What a run of this queue may have left running upstream: its stream broke off after
+  // upstream took it (a code context: execd keeps the context busy until its kernel ends
+  // that run, whoever reads it), so the next run's "busy" is the bridge's own leftover,
+  // not another client's. Read and written only by the run that holds the turn; the
+  // turn's hand-over orders those accesses.
+  struct Leftover {
+    std::string context_id;            // upstream's id of what is held; "" = nothing
+    int64_t interrupted_since_ms = 0;  // when its first interrupt went out; 0 = none yet
+  };
+  Leftover& leftover() { return leftover_; }
 
  private:
   const char* const holder_;
@@ -52,6 +62,7 @@ class RunQueue : public std::enable_shared_from_this<RunQueue> {
   uint64_t next_ticket_ = 0;
   bool running_ = false;
   std::optional<Error> poison_;
+  Leftover leftover_;
 };
 
 // A place in a RunQueue taken when its request arrived, kept until the run enters; a place

@@ -470,8 +470,16 @@ TEST_F(PtyTest, AHostThatStopsReadingLetsTheShellRunOnAndSeesAGap) {
   ASSERT_FALSE(pty.empty());
   ASSERT_TRUE(Type(shim_, pty, "echo ready-$((1+1))\n"));
   ASSERT_TRUE(WaitOutput(shim_, pty, "ready-2\r\n"));
+  // The host stops reading once pty.input is answered: a pause before it would hold back
+  // that answer too, unless it came while the reader was already waiting for bytes.
+  MessagePtr typed = shim_->Request(
+      "pty.input",
+      JsonObject().Str("sandbox_id", sandbox_).Str("pty_id", pty)
+          .Str("data", "seq 1 4000000; echo finished > /pty-done.txt; echo fin-$((6*7))\n").str(),
+      Millis(30000));
   shim_->PauseReading(true);
-  ASSERT_TRUE(Type(shim_, pty, "seq 1 4000000; echo finished > /pty-done.txt; echo fin-$((6*7))\n"));
+  ASSERT_NE(typed, nullptr) << "no answer to pty.input";
+  ASSERT_FALSE(typed->IsError()) << typed->raw;
   // The shell finishes while nobody reads its terminal.
   EppSession* other = StartInitializedShim();
   ASSERT_NE(other, nullptr);

@@ -8,6 +8,7 @@
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/metadata_labels.h"
 #include "tests/fake-opensandbox/pydantic_checks.h"
+#include "tests/fake-opensandbox/sandbox_cgroup.h"  // ParseCpuLimit
 
 namespace fake_opensandbox {
 namespace {
@@ -314,7 +315,12 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
   }
   bool limits_present = false;
   if (const Value* v = Member(doc, "resourceLimits"); !IsUnset(v)) {
-    limits_present = check.StringMap(*v, Append(root, "resourceLimits"), nullptr, false);
+    StringPairs limits;
+    limits_present = check.StringMap(*v, Append(root, "resourceLimits"), &limits, false);
+    for (const auto& [key, value] : limits) {
+      // As the Docker runtime reads it: a value it cannot parse is ignored (no limit).
+      if (key == "cpu") spec->cpu_limit = ParseCpuLimit(value).value_or(0);
+    }
   }
   if (const Value* v = Member(doc, "resourceRequests"); !IsUnset(v)) {
     check.StringMap(*v, Append(root, "resourceRequests"), nullptr, false);

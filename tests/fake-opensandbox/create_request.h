@@ -27,6 +27,7 @@ struct CreateSpec {
   std::vector<std::string> entrypoint;           // as sent (echoed by create)
   std::vector<std::string> resolved_entrypoint;  // after Docker's shell split (GET)
   StringPairs env;                      // request order; null values dropped, as Docker drops them
+  double cpu_limit = 0;                 // resourceLimits.cpu in cores (Docker's nano_cpus); 0 = none
   bool has_network_policy = false;
   std::vector<VolumeSpec> volumes;  // pydantic-valid; the service's checks come later
   // Kubernetes pool mode (extensions.poolRef): the pool's image, already resolved.

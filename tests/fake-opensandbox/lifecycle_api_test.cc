@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/fake-opensandbox/sandbox_cgroup.h"
 #include "tests/fake-opensandbox/test_support.h"
 
 namespace fake_opensandbox {
@@ -19,6 +20,18 @@ std::string Field(const std::string& body, const char* name) {
   rapidjson::Document doc = ParseJson(body);
   if (!doc.IsObject() || !doc.HasMember(name) || !doc[name].IsString()) return "";
   return doc[name].GetString();
+}
+
+TEST(CpuLimitTest, ReadAsDockersNanoCpusAndIgnoredWhenUnparseable) {
+  EXPECT_EQ(ParseCpuLimit("500m"), 0.5);
+  EXPECT_EQ(ParseCpuLimit("2"), 2.0);
+  EXPECT_EQ(ParseCpuLimit("1.5"), 1.5);
+  EXPECT_EQ(ParseCpuLimit(" 250M "), 0.25);
+  EXPECT_EQ(ParseCpuLimit("+1"), 1.0);
+  EXPECT_EQ(ParseCpuLimit("1e1"), 10.0);
+  for (const char* bad : {"", " ", "m", "one", "2 cores", "0", "0m", "-1", "1e", "inf", "0x10"}) {
+    EXPECT_FALSE(ParseCpuLimit(bad).has_value()) << bad;
+  }
 }
 
 TEST(LifecycleAuthTest, MissingAndWrongKeyBodies) {

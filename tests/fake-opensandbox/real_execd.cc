@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/fake-opensandbox/sandbox_cgroup.h"
 #include "tests/fake-opensandbox/sandbox_jail.h"
 #include "tests/fake-opensandbox/sandbox_port_relay.h"
 
@@ -137,6 +138,7 @@ struct RealExecd::State {
   std::string pid_ns;        // "pid:[N]" of the sandbox
   int netns_fd = -1;
   std::unique_ptr<SandboxPortRelay> relay;
+  std::unique_ptr<SandboxCgroup> cgroup;  // its CPU limit, when it has one
   bool shut = false;
 
   ~State() {
@@ -184,6 +186,16 @@ std::unique_ptr<RealExecd> RealExecd::Start(const RealExecdOptions& options, std
   }
 
   std::vector<std::string> argv = {options.self_binary, kJailSubcommand};
+  if (options.cpu_limit > 0) {
+    std::string why;
+    state->cgroup = SandboxCgroup::Create(options.sandbox_id, options.cpu_limit, &why);
+    if (state->cgroup) {
+      argv.insert(argv.end(), {"--cgroup-procs", state->cgroup->procs_file()});
+    } else {
+      std::fprintf(stderr, "fake-opensandbox: sandbox %s runs without its CPU limit of %g: %s\n",
+                   options.sandbox_id.c_str(), options.cpu_limit, why.c_str());
+    }
+  }
   for (const char* dir : kLayeredDirs) {
     argv.push_back("--overlay");
     argv.push_back(std::string("/") + dir + ":" + root + "/" + dir + ":" + options.layers_work_dir + "/" + dir);
@@ -300,6 +312,7 @@ void RealExecd::Shutdown() {
     }
   }
   s.relay.reset();
+  s.cgroup.reset();  // empty now
 }
 
 }  // namespace fake_opensandbox

@@ -11,6 +11,8 @@
 //     execd's 0.0.0.0:44772 is reachable only through the port the fake publishes
 //     (sandbox_port_relay.h), whose endpoint has the Docker bridge shape
 //     127.0.0.1:<port>/proxy/44772, so calls pass through execd's own reverse proxy;
+//   - a resourceLimits.cpu caps the CPU time of all its processes, as Docker's nano_cpus
+//     does (sandbox_cgroup.h);
 //   - execd is started by upstream's bootstrap.sh (`$EXECD &` from a non-interactive sh,
 //     so it and everything it starts have SIGINT and SIGQUIT ignored), which then runs
 //     the sandbox's entrypoint;
@@ -47,6 +49,7 @@ struct RealExecdOptions {
   std::vector<VolumeMount> mounts;
   std::string access_token;      // empty: execd without one
   int64_t grace_ms = 1000;       // execd's pause before it ends an event stream
+  double cpu_limit = 0;          // resourceLimits.cpu in cores, as Docker's nano_cpus; 0 = none
   // The code-interpreter image's start script (image_catalog.h: where the image's tag
   // keeps it); empty for any other image. Such an image also has Jupyter's environment.
   std::string code_interpreter_script;

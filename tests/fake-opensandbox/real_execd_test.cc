@@ -16,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -46,6 +47,25 @@ bool MountedAnywhere(const std::string& path) {
   return false;
 }
 
+// The host's directory of the cpu controller's group that a /proc/PID/cgroup names: cgroup
+// v1's "N:cpu[,…]:/path" (the hierarchy mounted at /sys/fs/cgroup/<controllers>), else
+// v2's "0::/path".
+std::string CpuGroupDir(const std::string& proc_cgroup) {
+  std::istringstream lines(proc_cgroup);
+  std::string line, unified;
+  while (std::getline(lines, line)) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers.empty()) unified = "/sys/fs/cgroup" + path;
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name == "cpu") return "/sys/fs/cgroup/" + controllers + path;
+    }
+  }
+  return unified;
+}
+
 class RealExecdTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -66,9 +86,12 @@ class RealExecdTest : public ::testing::Test {
     std::unique_ptr<EndpointClient> execd;
   };
 
-  Sandbox Create(const std::string& extra_fields = "") {
+  Sandbox Create(const std::string& extra_fields = "") { return Adopt(fake_->CreateSandbox(extra_fields)); }
+
+  // The sandbox `id` once its execd answers.
+  Sandbox Adopt(const std::string& id) {
     Sandbox sandbox;
-    sandbox.id = fake_->CreateSandbox(extra_fields);
+    sandbox.id = id;
     EXPECT_FALSE(sandbox.id.empty());
     if (sandbox.id.empty()) return sandbox;
     sandbox.root = ParseJson(fake_->lifecycle->Get(("/_fake/sandboxes/" + sandbox.id).c_str())->body)["root"]
@@ -184,6 +207,45 @@ TEST_F(RealExecdTest, ADeletedOrExpiredSandboxOrAnEndedFakeLeavesNoProcessAndNoM
   fake_.reset();
   EXPECT_FALSE(ProcessRunning("sleep 400." + tag + "3"));
   EXPECT_FALSE(MountedAnywhere(last.root));
+}
+
+TEST_F(RealExecdTest, ItsCpuLimitHoldsEveryProcessItStartsAndGoesWithIt) {
+  // Where the host lets nobody make a group, the fake runs sandboxes without their limit
+  // (sandbox_cgroup.h) and there is nothing to check.
+  if (access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) == 0 ? access("/sys/fs/cgroup/cpu", W_OK) != 0
+                                                                 : access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0) {
+    GTEST_SKIP() << "this host has no cpu controller the fake may use";
+  }
+  // A tenth of a core, as Docker applies resourceLimits.cpu "100m" (nano_cpus).
+  auto res = fake_->lifecycle->Post(
+      "/v1/sandboxes",
+      R"({"image":{"uri":"python:3.11"},"entrypoint":["tail","-f","/dev/null"],)"
+      R"("resourceLimits":{"cpu":"100m","memory":"2Gi"}})",
+      "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 202) << res->body;
+  Sandbox limited = Adopt(ParseJson(res->body)["id"].GetString());
+  ASSERT_TRUE(limited.execd);
+  const std::string group = CpuGroupDir(Run(limited, "cat /proc/self/cgroup"));
+  ASSERT_NE(group.find("fake-opensandbox-"), std::string::npos)
+      << "a command of the sandbox is not in a group of its own: " << group;
+  if (Exists(group + "/cpu.cfs_quota_us")) {
+    EXPECT_EQ(ReadFile(group + "/cpu.cfs_quota_us"), "10000\n");
+    EXPECT_EQ(ReadFile(group + "/cpu.cfs_period_us"), "100000\n");
+  } else {
+    EXPECT_EQ(ReadFile(group + "/cpu.max"), "10000 100000\n");
+  }
+  // A busy loop in it is held to its quota: the kernel throttles the group.
+  EXPECT_EQ(Run(limited, "timeout 1 sh -c 'while :; do :; done'; echo looped"), "looped");
+  const std::string stat = ReadFile(group + "/cpu.stat");
+  const size_t at = stat.find("nr_throttled ");
+  ASSERT_NE(at, std::string::npos) << stat;
+  EXPECT_GT(std::atol(stat.c_str() + at + 13), 0) << stat;
+
+  res = fake_->lifecycle->Delete(("/v1/sandboxes/" + limited.id).c_str());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_FALSE(Exists(group)) << "the sandbox's group outlived it";
 }
 
 }  // namespace

@@ -85,8 +85,14 @@ int RunJail(int argc, char** argv) {
   int at = 2;
   for (; at < argc && std::strcmp(argv[at], "--") != 0; ++at) {
     const std::string flag = argv[at];
+    if (flag == "--cgroup-procs" && at + 1 < argc) {
+      // Joined before anything forks, so every process of the sandbox is in the group.
+      if (!WriteFile(argv[++at], "0\n")) return Fail(std::string("join the control group of ") + argv[at]);
+      continue;
+    }
     if (flag != "--overlay" || at + 1 >= argc) {
-      std::fprintf(stderr, "usage: %s jail [--overlay LOWER:DIR:WORK]... -- PROGRAM ARGS...\n", argv[0]);
+      std::fprintf(stderr, "usage: %s jail [--cgroup-procs FILE] [--overlay LOWER:DIR:WORK]... -- PROGRAM ARGS...\n",
+                   argv[0]);
       return 2;
     }
     const std::string spec = argv[++at];

@@ -238,6 +238,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     real.mounts = mounts;
     real.access_token = config_.execd_token;
     real.grace_ms = config_.sse_grace_ms;
+    real.cpu_limit = spec.cpu_limit;
     if (info.origin_image) real.code_interpreter_script = CodeInterpreterScriptOf(*info.origin_image);
     real.connections_accepted = &stats_->execd_connections_accepted;
     record->real_execd = RealExecd::Start(real, error);

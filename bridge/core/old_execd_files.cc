@@ -128,7 +128,26 @@ bool LinkFromStat(const std::string& fields, const std::string& path, opensandbo
 
 Result<opensandbox::FileInfo> StatWithType(opensandbox::ExecdClient& execd, const std::string& path,
                                            const CancelToken* cancel) {
-  ABX_ASSIGN_OR_RETURN(opensandbox::FileInfo info, execd.Stat(path, cancel));
+  Result<opensandbox::FileInfo> stated = execd.Stat(path, cancel);
+  if (!stated.ok()) {
+    // Before 1.0.19 execd follows a symlink, so a dangling one is "file not found" (a 500;
+    // 1.0.19 answers a missing path 404): the sandbox's shell says whether a link is there.
+    const Error& e = stated.error();
+    if (e.code != ErrorCode::kNotFound || e.http_status != 500 || path.empty() || path[0] != '/') return e;
+    int exit_code = -1;
+    ABX_ASSIGN_OR_RETURN(std::string output,
+                         RunSandboxScript(execd,
+                                          "p=" + ShellQuote(path) +
+                                              "; if [ -L \"$p\" ]; then echo \"l $(stat -c '%s %a %Y %U %G' -- \"$p\" "
+                                              "2>/dev/null)\"; else echo -; fi",
+                                          &exit_code, cancel));
+    opensandbox::FileInfo link;
+    if (exit_code == 0 && output.size() > 2 && output[0] == 'l' && LinkFromStat(output.substr(2), path, &link)) {
+      return link;
+    }
+    return e;
+  }
+  opensandbox::FileInfo info = std::move(*stated);
   if (!info.type.empty()) return info;
   int exit_code = -1;
   ABX_ASSIGN_OR_RETURN(std::string output,

@@ -80,6 +80,25 @@ TEST_F(OwnPathTest, ReplacedFilesKeepTheirOwnersAndLinkedDirectoriesTheirModes) 
   EXPECT_EQ(Shell("cat " + d + "/by-id " + d + "/uploaded " + d + "/behind"), "ABC\n");  // a last line gains its newline
 }
 
+// A symlink is itself to files.stat and files.remove, whatever it leads to: one that
+// leads nowhere exists, and removing one to a directory leaves the directory alone (execd
+// looks through links, differently per release: docs/opensandbox.md §2.11).
+TEST_F(OwnPathTest, ADanglingLinkAndALinkToADirectoryAreStatedAndRemovedAsLinks) {
+  const std::string d = "/tmp/e2e-own-path";
+  Shell("cd " + d + " && ln -s nowhere dangling && mkdir kept && printf x > kept/f && ln -s kept dirlink");
+  MessagePtr stat = Call("files.stat", JsonObject().Str("path", d + "/dangling"));
+  ASSERT_NE(stat, nullptr);
+  ASSERT_FALSE(stat->IsError()) << stat->raw;
+  EXPECT_EQ(GetString(stat->result(), "type"), "symlink") << stat->raw;
+  EXPECT_EQ(GetInt(stat->result(), "size", -1), 7) << stat->raw;  // "nowhere"
+  ExpectOk(Call("files.remove", JsonObject().Str("path", d + "/dangling")));
+  ExpectOk(Call("files.remove", JsonObject().Str("path", d + "/dirlink")));
+  EXPECT_EQ(Shell("cd " + d + " && ls -A kept; for l in dangling dirlink; do [ -L $l ] && echo $l stayed; done; true"), "f\n");
+  MessagePtr gone = Call("files.stat", JsonObject().Str("path", d + "/dangling"));
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->EppCode(), "E8005") << gone->raw;
+}
+
 TEST_F(OwnPathTest, ChmodKeepsTheOwnerAndRefusesAnUnknownOneBeforeChanging) {
   Shell("printf x > /tmp/e2e-own-path/f && chown 65534:65534 /tmp/e2e-own-path/f && chmod 0644 /tmp/e2e-own-path/f");
   ExpectOk(Call("files.chmod", JsonObject().Str("path", "/tmp/e2e-own-path/f").Str("mode", "0600")));

@@ -91,12 +91,13 @@ void HandleDeleteFiles(const httplib::Request& req, httplib::Response& res,
     SandboxPaths::Mapped mapped;
     if (!MapWritablePathOrReject(context, path, "removing file", &mapped, res)) return;
     if (RefuseMountPoint(mapped, path, "removing file", res)) return;
+    // As execd's DeleteFile: it looks through a symlink first, so a dangling one counts as
+    // already gone (and stays), and one to a directory is refused.
     struct stat st;
-    if (lstat(mapped.host.c_str(), &st) != 0) continue;  // already gone: fine
+    if (stat(mapped.host.c_str(), &st) != 0) continue;  // already gone: fine
     if (S_ISDIR(st.st_mode)) {
       SendExecdError(res, 500, "RUNTIME_ERROR",
-                     "error removing file " + path + ": remove " + mapped.sandbox +
-                         ": is a directory");
+                     "error removing file " + path + ". path is a directory: " + path);
       return;
     }
     if (unlink(mapped.host.c_str()) != 0 && errno != ENOENT) {

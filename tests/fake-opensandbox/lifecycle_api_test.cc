@@ -436,7 +436,7 @@ TEST(LifecycleTest, AnEntrypointTheImageLacksFailsTheSandbox) {
     rapidjson::Document doc = state(id);
     EXPECT_STREQ(doc["status"]["state"].GetString(), "Failed") << id;
     EXPECT_STREQ(doc["status"]["reason"].GetString(), "CONTAINER_EXITED_ERROR");
-    EXPECT_STREQ(doc["status"]["message"].GetString(), "Sandbox container exited with code 127");
+    EXPECT_STREQ(doc["status"]["message"].GetString(), "Sandbox container exited with code 127.");
   }
   for (const std::string& id : {interpreter, shell_line, old_layout}) {
     EXPECT_STREQ(state(id)["status"]["state"].GetString(), "Running") << id;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "tests/fake-opensandbox/sandbox_cgroup.h"
@@ -140,6 +141,11 @@ struct RealExecd::State {
   std::unique_ptr<SandboxPortRelay> relay;
   std::unique_ptr<SandboxCgroup> cgroup;  // its CPU limit, when it has one
   bool shut = false;
+  // The reaper waits for the jail to end by itself. `exited` (under `mu`) says the jail has
+  // ended, before it is reaped, so that Shutdown never signals a pid that is free again.
+  std::thread reaper;
+  std::mutex mu;
+  bool exited = false, shutting = false;
 
   ~State() {
     if (netns_fd >= 0) ::close(netns_fd);
@@ -278,6 +284,23 @@ std::unique_ptr<RealExecd> RealExecd::Start(const RealExecdOptions& options, std
   }
   s.relay = SandboxPortRelay::Start(s.netns_fd, kExecdPort, options.connections_accepted, error);
   if (!s.relay) return nullptr;
+  s.reaper = std::thread([&s] {
+    siginfo_t ended{};
+    while (::waitid(P_PID, static_cast<id_t>(s.jail), &ended, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+    }
+    bool report = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.exited = true;
+      report = !s.shutting;
+    }
+    int status = 0;
+    while (::waitpid(s.jail, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (report && s.options.on_exit) {
+      s.options.on_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+  });
   return sandbox;
 }
 
@@ -299,8 +322,16 @@ void RealExecd::Shutdown() {
   if (s.jail > 0) {
     // The jail's death reaches bubblewrap (parent-death signal), and bubblewrap's the
     // sandbox's init (--die-with-parent), whose end ends its PID namespace.
-    ::kill(s.jail, SIGKILL);
-    while (::waitpid(s.jail, nullptr, 0) < 0 && errno == EINTR) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.shutting = true;
+      if (!s.exited) ::kill(s.jail, SIGKILL);
+    }
+    if (s.reaper.joinable()) {
+      s.reaper.join();
+    } else {
+      while (::waitpid(s.jail, nullptr, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   if (!s.pid_ns.empty()) {

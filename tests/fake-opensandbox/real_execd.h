@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -54,6 +55,11 @@ struct RealExecdOptions {
   // keeps it); empty for any other image. Such an image also has Jupyter's environment.
   std::string code_interpreter_script;
   std::atomic<uint64_t>* connections_accepted = nullptr;
+  // Called once, on a thread of its own, when the sandbox's first process (bootstrap.sh,
+  // and so the entrypoint) ends by itself, with its exit status as a container's (128 + the
+  // signal when killed); never after Shutdown began. Its own thread must not be the one
+  // that calls Shutdown, which waits for it.
+  std::function<void(int exit_code)> on_exit;
 };
 
 class RealExecd {
@@ -70,7 +76,8 @@ class RealExecd {
   // A paused container: every process of the sandbox stopped, then continued.
   void Freeze();
   void Thaw();
-  // Ends every process of the sandbox and waits until none is left; idempotent.
+  // Ends every process of the sandbox and waits until none is left (and for on_exit to
+  // return, when it runs); idempotent.
   void Shutdown();
 
  private:

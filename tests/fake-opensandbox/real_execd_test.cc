@@ -248,5 +248,42 @@ TEST_F(RealExecdTest, ItsCpuLimitHoldsEveryProcessItStartsAndGoesWithIt) {
   EXPECT_FALSE(Exists(group)) << "the sandbox's group outlived it";
 }
 
+// When the container's main process (bootstrap.sh, then the entrypoint) ends, Docker
+// reports the container exited, and so does the fake: exit 0 is Terminated, any other
+// code Failed with it, a missing program 127.
+TEST_F(RealExecdTest, AnEntrypointThatEndsEndsTheSandboxAsDockerReportsIt) {
+  const struct {
+    const char* entrypoint;
+    const char* state;
+    const char* reason;
+    const char* message;
+  } cases[] = {
+      {R"(["true"])", "Terminated", "CONTAINER_EXITED", "Sandbox container exited successfully."},
+      {R"(["sh","-c","exit 3"])", "Failed", "CONTAINER_EXITED_ERROR", "Sandbox container exited with code 3."},
+      {R"(["no-such-program"])", "Failed", "CONTAINER_EXITED_ERROR", "Sandbox container exited with code 127."},
+  };
+  for (const auto& c : cases) {
+    auto res = fake_->lifecycle->Post("/v1/sandboxes",
+                                      std::string(R"({"image":{"uri":"python:3.11"},"entrypoint":)") + c.entrypoint +
+                                          R"(,"resourceLimits":{"cpu":"1","memory":"2Gi"}})",
+                                      "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 202) << res->body;
+    const std::string id = ParseJson(res->body)["id"].GetString();
+    rapidjson::Document got;
+    for (int i = 0; i < 500; ++i) {
+      got = ParseJson(fake_->lifecycle->Get(("/v1/sandboxes/" + id).c_str())->body);
+      if (std::string(got["status"]["state"].GetString()) != "Running") break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_STREQ(got["status"]["state"].GetString(), c.state) << c.entrypoint;
+    EXPECT_STREQ(got["status"]["reason"].GetString(), c.reason) << c.entrypoint;
+    EXPECT_STREQ(got["status"]["message"].GetString(), c.message) << c.entrypoint;
+    res = fake_->lifecycle->Delete(("/v1/sandboxes/" + id).c_str());
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 204);
+  }
+}
+
 }  // namespace
 }  // namespace fake_opensandbox

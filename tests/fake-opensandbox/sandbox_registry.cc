@@ -28,6 +28,7 @@ StateText DescribeState(const std::string& state, bool docker) {
     if (state == "Running") return {"CONTAINER_RUNNING", "Sandbox container is running."};
     if (state == "Paused") return {"CONTAINER_PAUSED", "Sandbox container is paused."};
     if (state == "Pending") return {"CONTAINER_STARTING", "Sandbox container is starting."};
+    if (state == "Terminated") return {"CONTAINER_EXITED", "Sandbox container exited successfully."};
     return {"CONTAINER_STATE_UNKNOWN", ""};
   }
   if (state == "Running") return {"RUNNING", ""};
@@ -107,7 +108,7 @@ void SandboxRegistry::SetState(Record& record, const std::string& state) {
   record.info.message = text.message;
   if (state == "Failed" && record.exit_code != 0 && docker) {
     record.info.reason = "CONTAINER_EXITED_ERROR";
-    record.info.message = "Sandbox container exited with code " + std::to_string(record.exit_code);
+    record.info.message = "Sandbox container exited with code " + std::to_string(record.exit_code) + ".";
   }
   record.info.last_transition_at = clock_.Now();
   // A paused container is frozen: so are its processes.
@@ -241,6 +242,8 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     real.cpu_limit = spec.cpu_limit;
     if (info.origin_image) real.code_interpreter_script = CodeInterpreterScriptOf(*info.origin_image);
     real.connections_accepted = &stats_->execd_connections_accepted;
+    // The container's main process ended: Docker then reports the container exited.
+    real.on_exit = [this, id = info.id](int exit_code) { ContainerExited(id, exit_code); };
     record->real_execd = RealExecd::Start(real, error);
     if (!record->real_execd) {
       record->real_execd.reset();  // ends what did start
@@ -268,8 +271,10 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   if (!pending && config_.runtime == Runtime::kDocker) {
     info.message = "Sandbox container started successfully.";
   }
-  if (info.origin_image && !program.empty() && !ImageHasProgram(*info.origin_image, program[0]) &&
-      !FileInSandbox(info.host_root, program[0])) {
+  // The fake's own execd runs no entrypoint: what the entrypoint would do is read from the
+  // image (a real-execd sandbox runs it, and its exit says so: ContainerExited).
+  if (!record->real_execd && info.origin_image && !program.empty() &&
+      !ImageHasProgram(*info.origin_image, program[0]) && !FileInSandbox(info.host_root, program[0])) {
     // The container starts, and its entrypoint fails at once: "not found" is 127.
     record->exit_code = 127;
     record->transition_to = "Failed";
@@ -278,7 +283,13 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   std::lock_guard<std::mutex> lock(mutex_);
   info.sequence = next_sequence_++;
   *created = info;
-  records_[info.id] = std::move(record);
+  Record& stored = *(records_[info.id] = std::move(record));
+  if (auto early = early_exits_.find(info.id); early != early_exits_.end()) {
+    stored.exit_code = early->second;
+    stored.transition_at.reset();
+    SetState(stored, stored.exit_code == 0 ? "Terminated" : "Failed");
+    early_exits_.erase(early);
+  }
   timer_cv_.notify_all();
   return true;
 }
@@ -315,6 +326,19 @@ std::unique_ptr<SandboxRegistry::Record> SandboxRegistry::TakeLocked(const std::
   std::unique_ptr<Record> record = std::move(it->second);
   records_.erase(it);
   return record;
+}
+
+void SandboxRegistry::ContainerExited(const std::string& id, int exit_code) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = records_.find(id);
+  if (it == records_.end()) {
+    early_exits_[id] = exit_code;  // still being created (or already taken for teardown)
+    return;
+  }
+  Record& record = *it->second;
+  record.exit_code = exit_code;
+  record.transition_at.reset();  // a start still pending does not bring it back
+  SetState(record, exit_code == 0 ? "Terminated" : "Failed");
 }
 
 void SandboxRegistry::Teardown(std::unique_ptr<Record> record) {

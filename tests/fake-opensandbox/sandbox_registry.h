@@ -111,6 +111,10 @@ class SandboxRegistry {
   // Detaches a record from the map (caller holds mutex_); teardown happens outside.
   std::unique_ptr<Record> TakeLocked(const std::string& id);
   void Teardown(std::unique_ptr<Record> record);
+  // A real-execd sandbox's main process ended by itself (RealExecdOptions::on_exit):
+  // Terminated after exit 0, else Failed with the code, as Docker reports an exited
+  // container. One that ends before its record is in the map waits in early_exits_.
+  void ContainerExited(const std::string& id, int exit_code);
 
   const FakeConfig config_;
   const ServerClock clock_;
@@ -123,6 +127,7 @@ class SandboxRegistry {
   VolumeStore volumes_;
 
   std::mutex mutex_;
+  std::map<std::string, int> early_exits_;  // sandbox id → exit code (mutex_)
   std::condition_variable timer_cv_;
   bool stopping_ = false;
   uint64_t next_sequence_ = 0;

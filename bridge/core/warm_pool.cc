@@ -318,7 +318,9 @@ void WarmPool::Refill(std::shared_ptr<Entry> entry) {
     KillQuietly(entry, made->record.id);
     std::lock_guard<std::mutex> lock(mu_);
     dying_.erase(made->record.id);
+    return;
   }
+  Fill(entry);  // one too many when a cancelled take put its sandbox back meanwhile
 }
 
 void WarmPool::ScheduleRenewal(const std::shared_ptr<Entry>& entry) {
@@ -447,7 +449,7 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
       KillLater(entry, id);
       continue;
     }
-    if (auto taken = TryTake(entry, id, spec, config, cancel)) {
+    if (auto taken = TryTake(entry, id, version, spec, config, cancel)) {
       std::lock_guard<std::mutex> lock(mu_);
       ++entry->taken;
       return taken;
@@ -457,13 +459,22 @@ std::optional<Sandbox> WarmPool::Take(const ProviderConfig& config, const Create
 }
 
 std::optional<Sandbox> WarmPool::TryTake(const std::shared_ptr<Entry>& entry, const std::string& id,
-                                         const CreateSpec& spec, const ProviderConfig& config, CancelToken* cancel) {
+                                         const std::string& version, const CreateSpec& spec,
+                                         const ProviderConfig& config, CancelToken* cancel) {
   Sandboxes sandboxes(entry->upstream.get(), &config);
   auto fail = [&](const std::string& why) -> std::optional<Sandbox> {
     log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", why}});
     KillLater(entry, id);
     return std::nullopt;
   };
+  // A cancel puts the sandbox back. So that what to undo is known, the two changes are
+  // never abandoned half-way; the cancel is honoured right after each.
+  CancelToken never;
+  auto put_back = [&](bool patched, bool renewed) -> std::optional<Sandbox> {
+    PutBack(entry, id, version, spec, patched, renewed);
+    return std::nullopt;
+  };
+  if (cancel->cancelled()) return put_back(false, false);
   // Its metadata becomes exactly the call's: the pool's label goes.
   Sandboxes::MetadataPatch patch;
   bool label_given = false;
@@ -472,21 +483,70 @@ std::optional<Sandbox> WarmPool::TryTake(const std::shared_ptr<Entry>& entry, co
     label_given = label_given || key == kPoolLabel;
   }
   if (!label_given) patch.emplace_back(kPoolLabel, std::nullopt);
-  auto patched = sandboxes.SetMetadata(id, patch, cancel);
+  auto patched = sandboxes.SetMetadata(id, patch, &never);
   if (!patched.ok()) return fail("metadata: " + patched.error().message);
   Sandbox sandbox = std::move(patched).value();
   if (sandbox.record.state != "Running") return fail("it is " + sandbox.record.state);
+  if (cancel->cancelled()) return put_back(true, false);
   const int64_t timeout = spec.timeout_s.value_or(config.default_timeout_s);
-  auto expires = sandboxes.SetTimeout(id, timeout, cancel);
+  auto expires = sandboxes.SetTimeout(id, timeout, &never);
   if (!expires.ok()) return fail("timeout: " + expires.error().message);
   sandbox.record.expires_at = *expires;
+  if (cancel->cancelled()) return put_back(true, true);
   auto execd = entry->upstream->Execd(id, config, cancel);
+  if (!execd.ok() && execd.error().code == ErrorCode::kCancelled) return put_back(true, true);
   if (!execd.ok()) return fail("execd: " + execd.error().message);
   Status ping = execd->Ping(cancel, kTakePingMs);
+  if (!ping.ok() && ping.error().code == ErrorCode::kCancelled) return put_back(true, true);
   if (!ping.ok()) return fail("execd: " + ping.error().message);
   // As a normal create names it (from the image or the template's snapshot, Wrap).
   if (sandbox.template_name.empty()) sandbox.template_name = sandboxes.TemplateOf(ResolveImage(config, spec.template_name));
   return sandbox;
+}
+
+void WarmPool::PutBack(const std::shared_ptr<Entry>& entry, const std::string& id, const std::string& version,
+                       const CreateSpec& spec, bool patched, bool renewed) {
+  // The pool's own settings: a caller's pool_ttl may differ (it is not in the key). While
+  // the sandbox is restored it counts as dying, so that a pool adopting this one's
+  // sandboxes (one that replaced it) does not take it meanwhile.
+  ProviderConfig config;
+  std::string failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || entry->retired) failed = "the pool is gone";
+    config = entry->config;
+    dying_.insert(id);
+  }
+  Sandboxes sandboxes(entry->upstream.get(), &config);
+  CancelToken never;  // the request is gone; the pool must be whole again
+  if (failed.empty() && patched) {
+    Sandboxes::MetadataPatch undo;
+    for (const auto& [key, value] : spec.metadata) undo.emplace_back(key, std::nullopt);
+    undo.emplace_back(kPoolLabel, entry->key);
+    auto restored = sandboxes.SetMetadata(id, undo, &never);
+    if (!restored.ok()) failed = "metadata: " + restored.error().message;
+    else if (restored->record.state != "Running") failed = "it is " + restored->record.state;
+  }
+  if (failed.empty() && renewed) {
+    auto expires = sandboxes.SetTimeout(id, config.pool_ttl_s, &never);
+    if (!expires.ok()) failed = "timeout: " + expires.error().message;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed.empty() && (stopped_ || entry->retired)) failed = "the pool is gone";
+    if (failed.empty()) {
+      dying_.erase(id);
+      entry->ready.push_front(id);
+      entry->made_from[id] = version;
+    }
+  }
+  if (!failed.empty()) {
+    log::Info("pool.take_skipped", {{"sandbox_id", id}, {"template", entry->template_name}, {"why", failed}});
+    KillLater(entry, id);  // it stays dying until killed
+    return;
+  }
+  log::Info("pool.take_cancelled", {{"sandbox_id", id}, {"template", entry->template_name}});
+  Fill(entry);  // the replacement the take started makes one too many: the newest goes
 }
 
 std::map<std::string, PoolState> WarmPool::States(const ProviderConfig& config) const {

@@ -68,7 +68,8 @@ class WarmPool {
 
   // A pooled sandbox for this create, when the create may take one and one is ready:
   // its metadata made the call's, its timeout the call's, execd checked to answer.
-  // nullopt when there is none: the caller creates as usual.
+  // nullopt when there is none: the caller creates as usual; nullopt too when `cancel`
+  // came during a take, which put the sandbox back (the caller answers the cancel).
   std::optional<Sandbox> Take(const ProviderConfig& config, const CreateSpec& spec, CancelToken* cancel);
 
   // The pools of this config's server and credential, by template name.
@@ -103,8 +104,14 @@ class WarmPool {
   // provider's templates, else ""; nullopt when the server could not say.
   std::optional<std::string> CurrentVersion(const std::shared_ptr<Entry>& entry, const ProviderConfig& config, CancelToken* cancel);
   static bool IsTemplateOfOurs(const ProviderConfig& config, const std::string& name);
-  std::optional<Sandbox> TryTake(const std::shared_ptr<Entry>& entry, const std::string& id, const CreateSpec& spec,
-                                 const ProviderConfig& config, CancelToken* cancel);
+  std::optional<Sandbox> TryTake(const std::shared_ptr<Entry>& entry, const std::string& id,
+                                 const std::string& version, const CreateSpec& spec, const ProviderConfig& config,
+                                 CancelToken* cancel);
+  // A take cancelled half-way: what it changed is undone (the call's metadata goes and the
+  // pool's label comes back; the pool's lifetime again) and the sandbox is ready again,
+  // first in line; killed instead when that fails or the pool is gone.
+  void PutBack(const std::shared_ptr<Entry>& entry, const std::string& id, const std::string& version,
+               const CreateSpec& spec, bool patched, bool renewed);
 
   BridgeCore* const core_;
   const std::string pool_scope_;

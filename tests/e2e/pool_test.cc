@@ -108,6 +108,56 @@ TEST_F(PoolTest, APooledCreateAnswersInAFractionOfAColdOneAndIsTheCallsSandbox) 
   EXPECT_EQ(PoolField(shim, "base", "taken"), 1);
 }
 
+TEST_F(PoolTest, ACancelDuringATakePutsTheSandboxBack) {
+  EppSession* shim = PoolShim("base=1");
+  ASSERT_NE(shim, nullptr);
+  ASSERT_TRUE(WaitReady(shim, "base", 1));
+  // Every lifecycle answer takes a second: the cancel comes while the take's metadata patch
+  // is under way, then while its renewal is (the patch, then the GET of the renewal).
+  for (const int cancel_after_ms : {300, 1300}) {
+    SCOPED_TRACE("cancelled " + std::to_string(cancel_after_ms) + " ms into the take");
+    const std::vector<std::string> pooled = PooledOnServer(shim);
+    ASSERT_EQ(pooled.size(), 1u);
+    MessagePtr before = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", pooled[0]).str());
+    ASSERT_FALSE(before->IsError()) << before->raw;
+    ASSERT_TRUE(fake().SetFaults(R"({"latency_ms":1000})"));
+    const int64_t create =
+        shim->SendRequest("sandbox.create", R"({"template":"base","metadata":{"task":"c"},"timeout":120})");
+    std::this_thread::sleep_for(Millis(cancel_after_ms));
+    shim->Notify("$/cancel", "{\"id\":" + std::to_string(create) + "}");
+    MessagePtr cancelled = shim->WaitResponse(create, Millis(30000));
+    ASSERT_TRUE(fake().ClearFaults());
+    ASSERT_NE(cancelled, nullptr);
+    EXPECT_EQ(cancelled->EppCode(), "E8009") << cancelled->raw;
+    EXPECT_EQ(PoolField(shim, "base", "taken"), 0);
+
+    // The same sandbox is the pool's again: the pool's label, not the call's metadata,
+    // and the pool's lifetime (30 minutes), not the call's two.
+    MessagePtr after = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", pooled[0]).str());
+    ASSERT_FALSE(after->IsError()) << after->raw;
+    EXPECT_EQ(after->result()["metadata"].MemberCount(), 1u) << after->raw;
+    EXPECT_TRUE(after->result()["metadata"].HasMember("abx-pool")) << after->raw;
+    EXPECT_GE(GetString(after->result(), "expires_at"), GetString(before->result(), "expires_at")) << after->raw;
+    // The replacement the take started arrives and goes again: one ready, one on the server.
+    for (int i = 0; i < 100 && PoolField(shim, "base", "creating") != 0; ++i) std::this_thread::sleep_for(Millis(100));
+    EXPECT_EQ(PoolField(shim, "base", "creating"), 0);
+    EXPECT_EQ(PoolField(shim, "base", "ready"), 1);
+    size_t labelled = 0;
+    for (int i = 0; i < 100 && (labelled = PooledOnServer(shim).size()) != 1; ++i) {
+      std::this_thread::sleep_for(Millis(100));
+    }
+    EXPECT_EQ(labelled, 1u) << "the pool's sandboxes on the server are not the one it holds";
+    EXPECT_EQ(PooledOnServer(shim), pooled);
+  }
+  // The next create takes it.
+  const std::vector<std::string> pooled = PooledOnServer(shim);
+  MessagePtr next = shim->Request("sandbox.create", R"({"template":"base"})", Millis(30000));
+  ASSERT_FALSE(next->IsError()) << next->raw;
+  EXPECT_TRUE(next->result()["pooled"].IsTrue()) << next->raw;
+  ASSERT_EQ(pooled.size(), 1u);
+  EXPECT_EQ(GetString(next->result(), "id"), pooled[0]);
+}
+
 TEST_F(PoolTest, ACallThatCannotTakeOneCreatesAsBefore) {
   EppSession* shim = PoolShim("base=1");
   ASSERT_NE(shim, nullptr);

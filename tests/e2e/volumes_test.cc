@@ -173,9 +173,14 @@ TEST_F(VolumesTest, ADockerServerRefusesAPoolRefAsE8007) {
       "sandbox.create", JsonObject().Raw("provider_options", JsonObject().Str("pool_ref", "warm").str()).str());
   EXPECT_EQ(refused->EppCode(), "E8007") << refused->raw;
   EXPECT_NE(refused->ErrorMessage().find("SANDBOX::UNSUPPORTED_POOL_REF"), std::string::npos) << refused->raw;
-  MessagePtr with_template = shim->Request(
+  // The host's default template names nothing more: the same refusal from the server.
+  MessagePtr with_base = shim->Request(
       "sandbox.create",
       JsonObject().Str("template", "base").Raw("provider_options", JsonObject().Str("pool_ref", "warm").str()).str());
+  EXPECT_EQ(with_base->EppCode(), "E8007") << with_base->raw;
+  MessagePtr with_template = shim->Request(
+      "sandbox.create",
+      JsonObject().Str("template", "python:3.11").Raw("provider_options", JsonObject().Str("pool_ref", "warm").str()).str());
   EXPECT_EQ(with_template->ErrorCode(), -32602) << with_template->raw;
   // A pool's pods exist before the request: no volume can be mounted into one.
   MessagePtr with_volume;
@@ -211,6 +216,12 @@ TEST_F(VolumesTest, AKubernetesServerServesItsNamedPools) {
   EXPECT_EQ(GetString(pooled->result(), "image"), "python:3.11-slim");
   EXPECT_EQ(GetString(pooled->result(), "metadata.task"), "t1");
   EXPECT_EQ(Run(shim, GetString(pooled->result(), "id"), "echo pooled"), "pooled\n");
+  // With the host's default template, as a host may always send it.
+  MessagePtr with_base = shim->Request(
+      "sandbox.create",
+      JsonObject().Str("template", "base").Raw("provider_options", JsonObject().Str("pool_ref", "warm").str()).str());
+  ASSERT_FALSE(with_base->IsError()) << with_base->raw;
+  EXPECT_EQ(GetString(with_base->result(), "image"), "python:3.11-slim");
 
   MessagePtr unknown = shim->Request(
       "sandbox.create", JsonObject().Raw("provider_options", JsonObject().Str("pool_ref", "cold").str()).str());

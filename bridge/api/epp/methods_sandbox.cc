@@ -109,9 +109,12 @@ Result<std::string> SandboxCreate(Request& req) {
   if (template_name && !spec.snapshot_id.empty()) {
     return InvalidParams("template", "template and provider_options.snapshot_id are two sources: give one");
   }
-  if (!spec.pool_ref.empty() && (template_name || !spec.snapshot_id.empty())) {
+  // `base` is the host's default template, which a host may always send: with pool_ref it
+  // names nothing more, as for the configured pool_ref.
+  if (!spec.pool_ref.empty() && ((template_name && *template_name != "base") || !spec.snapshot_id.empty())) {
     return InvalidParams("provider_options.pool_ref",
-                         "provider_options.pool_ref is a source of its own: give no template or snapshot_id with it");
+                         "provider_options.pool_ref is a source of its own: give no template (other than base) "
+                         "or snapshot_id with it");
   }
   spec.template_name = template_name.value_or("base");
   ABX_ASSIGN_OR_RETURN(auto timeout, p.Int("timeout"));
@@ -153,6 +156,7 @@ Result<std::string> SandboxCreate(Request& req) {
       json.insert(json.size() - 1, ",\"pooled\":true");
       return json;
     }
+    if (req.cancel().cancelled()) return MakeError(ErrorCode::kCancelled, "sandbox.create was cancelled");
   }
   const std::string id_json = req.id_json();
   auto sandbox = sandboxes.Create(spec, &req.cancel(), [&](const std::string& state,

@@ -106,8 +106,9 @@ Result<core::CreateSpec> ReadCreateSpec(const pb::CreateSandboxRequest& request)
   for (const pb::Volume& v : request.volumes()) spec.volumes.push_back(FromProto(v));
   if (Status checked = core::CheckVolumes(spec.volumes); !checked.ok()) return checked.error();
   if (!request.pool_ref().empty()) {
-    if (!request.template_().empty() || !request.snapshot_id().empty()) {
-      return InvalidParams("pool_ref", "pool_ref is a source of its own: give no template or snapshot_id with it");
+    if ((!request.template_().empty() && request.template_() != "base") || !request.snapshot_id().empty()) {
+      return InvalidParams("pool_ref",
+                           "pool_ref is a source of its own: give no template (other than base) or snapshot_id with it");
     }
     spec.pool_ref = request.pool_ref();
   }
@@ -128,6 +129,7 @@ grpc::ServerUnaryReactor* SandboxesService::Create(grpc::CallbackServerContext* 
             reply->set_pooled(true);
             return OkStatus();
           }
+          if (call.cancel()->cancelled()) return MakeError(ErrorCode::kCancelled, "Sandboxes.Create was cancelled");
         }
         core::Sandboxes sandboxes(call.upstream(), &call.config());
         // Killed by Create itself on failure, timeout or cancellation.

@@ -693,6 +693,16 @@ class TypedApiTest(unittest.TestCase):
             self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(), pool_ref="warm"), timeout=20)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, caught.exception)
         self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
+        # The default template names nothing more: the server's refusal again; another
+        # template is a second source, refused before sending.
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(), pool_ref="warm", template="base"),
+                                  timeout=20)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.sandboxes.Create(sb.CreateSandboxRequest(config=ENV.config(), pool_ref="warm", template="python:3.11"),
+                                  timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, caught.exception)
         self.assertNotIn(secret, ENV.bridge.log_text())
 
     # -- templates --------------------------------------------------------------------------

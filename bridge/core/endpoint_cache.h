@@ -16,6 +16,7 @@
 #include "bridge/core/config.h"
 #include "bridge/core/saved_entrypoint.h"
 #include "bridge/core/shell_registry.h"
+#include "bridge/core/stdin_pipes.h"
 #include "bridge/core/terminals.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
@@ -89,6 +90,8 @@ class EndpointCache {
   CodeRegistry& code() { return code_; }
   // The shells of this server's sandboxes (bridge/core/shells.h).
   ShellRegistry& shells() { return shells_; }
+  // The stdin pipes of commands started with stdin_stream (bridge/core/stdin_pipes.h).
+  StdinPipes& stdin_pipes() { return stdin_pipes_; }
   // The terminals this bridge holds in this server's sandboxes (bridge/core/terminals.h).
   TerminalRegistry& terminals() { return terminals_; }
 
@@ -117,6 +120,7 @@ class EndpointCache {
   std::deque<std::string> exec_tag_order_;         // keys of exec_tags_, oldest first
   CodeRegistry code_;
   ShellRegistry shells_;
+  StdinPipes stdin_pipes_;
   TerminalRegistry terminals_;  // last: its terminals' sockets go before the rest
 };
 

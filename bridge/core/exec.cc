@@ -15,6 +15,7 @@
 #include "bridge/core/random_hex.h"
 #include "bridge/core/shell_quote.h"
 #include "bridge/core/shells.h"
+#include "bridge/core/stdin_pipe_script.h"
 
 namespace abx::core {
 namespace {
@@ -104,10 +105,17 @@ Result<ExecSpec> ValidateExec(ExecRequest request) {
     return InvalidParams(request.timeout_field,
                          std::string(request.timeout_field) + " must be positive");
   }
+  if (request.stdin_stream && (request.stdin_data || request.detached)) {
+    return InvalidParams("stdin_stream", std::string("stdin_stream cannot be used with ") +
+                                             (request.stdin_data ? "stdin" : "detached") +
+                                             ": the command's stdin is the stream, written by process.stdin "
+                                             "while the command is attached");
+  }
   if (!request.shell_id.empty()) {
     const char* refused = !request.env.empty()       ? "env"
                           : !request.user.empty()    ? "user"
                           : request.stdin_data       ? "stdin"
+                          : request.stdin_stream     ? "stdin_stream"
                           : request.detached         ? "detached"
                                                      : nullptr;
     if (refused) {
@@ -125,6 +133,7 @@ Result<ExecSpec> ValidateExec(ExecRequest request) {
   spec.cwd = std::move(request.cwd);
   spec.user = std::move(request.user);
   spec.stdin_data = std::move(request.stdin_data);
+  spec.stdin_stream = request.stdin_stream;
   spec.timeout_s = request.timeout_s;
   spec.detached = request.detached;
   return spec;
@@ -190,6 +199,11 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   }
   // The tag lets process.list tell which listed process belongs to which exec_id.
   const std::string tag = RandomHex(16);
+  // A stdin stream: the command runs inside the wrapper that makes its pipe, whose first
+  // stderr line names the pipe's holder and is not the command's output.
+  StdinPipes& pipes = upstream_->stdin_pipes();
+  bool pipe_announced = !spec.stdin_stream;
+  if (spec.stdin_stream) command = StdinPipeCommand(command, tag);
   std::map<std::string, std::string> env = spec.env;
   env["ABX_EXEC_TAG"] = tag;
   const std::string body = CommandBody(command, spec.cwd, spec.detached, timeout_ms, uid, gid, env);
@@ -217,6 +231,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           exec_id = e.text;
           started = true;
           upstream_->RememberExec(spec.sandbox_id, tag, exec_id);
+          if (spec.stdin_stream) pipes.Add(spec.sandbox_id, exec_id);
           // A detached command's id is given out once execd knows it (below).
           if (!spec.detached) sink->OnStarted(exec_id);
           if (!spec.detached) {
@@ -245,6 +260,15 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
                                         abandon);
               });
             });
+          }
+        } else if (e.type == "stderr" && !pipe_announced && started) {
+          pipe_announced = true;
+          if (auto holder = StdinPipeHolder(e.text, tag)) {
+            pipes.SetHolder(exec_id, *holder);
+          } else {
+            // The wrapper could not make the pipe: what it said is the command's stderr.
+            pipes.SetFailed(exec_id, e.text);
+            assembler.AddLine(OutputStream::kStderr, e.text);
           }
         } else if (e.type == "stdout" || e.type == "stderr") {
           assembler.AddLine(e.type == "stdout" ? OutputStream::kStdout : OutputStream::kStderr,
@@ -275,6 +299,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
       flush);
   watch->MarkDone();
   flush();
+  if (started && spec.stdin_stream) pipes.SetEnded(exec_id);
   // An attached command is over: process.list has nothing left to name by it.
   if (started && !spec.detached) upstream_->ForgetExec(spec.sandbox_id, tag);
 

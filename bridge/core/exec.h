@@ -2,7 +2,7 @@
 // Commands in a sandbox over execd: what EPP/1's exec.start and exec.run need that
 // execd lacks. execd takes only a shell string (argv is quoted into one, see
 // shell_quote.h), has no stdin (the data is uploaded to a file the command reads and
-// removes at once), takes a uid rather than a user name (a name is resolved in the
+// removes at once; a stdin stream is a pipe made in the sandbox, stdin_pipe_script.h), takes a uid rather than a user name (a name is resolved in the
 // sandbox first), and frames output by lines (output_assembler.h restores them).
 
 #include <cstdint>
@@ -29,6 +29,7 @@ struct ExecSpec {
   std::string cwd;
   std::string user;  // a name or a numeric uid; empty: execd's own user
   std::optional<std::string> stdin_data;
+  bool stdin_stream = false;  // a pipe process.stdin writes (process_stdin.h)
   std::optional<double> timeout_s;
   bool detached = false;
   std::string shell_id;  // non-empty: run in that shell (bridge/core/shells.h)
@@ -47,6 +48,7 @@ struct ExecRequest {
   std::string cwd;
   std::string user;
   std::optional<std::string> stdin_data;
+  bool stdin_stream = false;
   std::optional<double> timeout_s;
   const char* timeout_field = "timeout";  // the request's name for it, for errors
   bool detached = false;
@@ -55,8 +57,9 @@ struct ExecRequest {
 
 // The one validation of a command request: a sandbox id, exactly one of a non-empty argv
 // without NUL characters (quoted into a shell string, shell_quote.h) or a command that is
-// not blank, a positive timeout. A failure is -32602 naming the field. With a shell_id,
-// env, user, stdin and detached are E8004 naming the option: a shell cannot honour them.
+// not blank, a positive timeout, stdin_stream with neither stdin nor detached. A failure is
+// -32602 naming the field. With a shell_id, env, user, stdin, stdin_stream and detached
+// are E8004 naming the option: a shell cannot honour them.
 Result<ExecSpec> ValidateExec(ExecRequest request);
 
 struct ExecExit {

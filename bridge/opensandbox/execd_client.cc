@@ -1,7 +1,9 @@
 #include "bridge/opensandbox/execd_client.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <rapidjson/document.h>
 
@@ -360,6 +362,43 @@ Status ExecdClient::UploadMade(const std::string& path,
   }
   auto answer = http_->Send(call, cancel, "write " + path);
   *complete = body->complete();
+  if (!answer.ok()) return answer.error();
+  return OkStatus();
+}
+
+namespace {
+
+// A body whose bytes are all known, sent as a body source so the HTTP client never sends
+// it twice.
+class FixedBodySource final : public BodySource {
+ public:
+  explicit FixedBodySource(std::string bytes) : bytes_(std::move(bytes)) {}
+  size_t Read(char* out, size_t size) override {
+    const size_t n = std::min(size, bytes_.size() - sent_);
+    std::memcpy(out, bytes_.data() + sent_, n);
+    sent_ += n;
+    return n;
+  }
+  void SetResume(std::function<void()>) override {}
+
+ private:
+  std::string bytes_;
+  size_t sent_ = 0;
+};
+
+}  // namespace
+
+Status ExecdClient::WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel) {
+  opensandbox::UploadFile file;
+  file.path = path;
+  file.data = data;
+  opensandbox::MultipartBody body = opensandbox::BuildUploadBody({file});
+  HttpCall call = Call("POST", "/files/upload");
+  call.headers.emplace_back("Content-Type", body.content_type);
+  call.body_source = std::make_shared<FixedBodySource>(std::move(body.body));
+  call.timeout_ms = 0;
+  call.idle_timeout_ms = 0;
+  auto answer = http_->Send(call, cancel, "write to the command's stdin");
   if (!answer.ok()) return answer.error();
   return OkStatus();
 }

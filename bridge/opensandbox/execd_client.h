@@ -120,6 +120,12 @@ class ExecdClient {
   Status UploadMade(const std::string& path, std::shared_ptr<BodySource> data,
                     int mode, bool* complete, const CancelToken* cancel, bool open_ended = false,
                     const FileOwner& owner = {});
+  // Writes `data` into a pipe the sandbox holds open at `path` (a /proc/<pid>/fd/<n>
+  // path, bridge/core/stdin_pipe_script.h) through the upload route, which writes in place.
+  // The answer comes once execd has written every byte, however long the reader takes to
+  // make room, so there is no deadline; the request is never sent twice (a second send
+  // would write the bytes twice).
+  Status WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel);
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);
   Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);

@@ -45,7 +45,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   ASSERT_NE(note, partial->MemberEnd()) << response->raw;
   ASSERT_TRUE(note->value.IsString()) << response->raw;
   EXPECT_STREQ(note->value.GetString(),
-               "process.stdin is E8004; an execd command id accepts only SIGKILL");
+               "an execd command id accepts only SIGKILL");
   auto code = partial->FindMember("code.interpret");
   ASSERT_NE(code, partial->MemberEnd()) << response->raw;
   EXPECT_STREQ(code->value.GetString(),
@@ -109,7 +109,7 @@ TEST_F(HandshakeTest, UnsupportedMethodsAreE8004BeforeAnythingGoesUpstream) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::vector<std::string> methods = {
-      "files.watch", "files.upload_url", "files.download_url", "process.stdin"};
+      "files.watch", "files.upload_url", "files.download_url"};
   for (const std::string& method : methods) {
     MessagePtr response;
     auto upstream = UpstreamRequestsDuring([&] {

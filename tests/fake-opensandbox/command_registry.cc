@@ -223,8 +223,12 @@ void Command::Finish(std::optional<int> exit_code, std::string error, TimePoint 
   finished_cv_.notify_all();
 }
 
-CommandRegistry::CommandRegistry(ServerClock clock, bool keep_blank_lines, std::string log_dir)
-    : clock_(clock), keep_blank_lines_(keep_blank_lines), log_dir_(std::move(log_dir)) {}
+CommandRegistry::CommandRegistry(ServerClock clock, bool keep_blank_lines, bool interrupt_kills_group,
+                                 std::string log_dir)
+    : clock_(clock),
+      keep_blank_lines_(keep_blank_lines),
+      interrupt_kills_group_(interrupt_kills_group),
+      log_dir_(std::move(log_dir)) {}
 
 CommandRegistry::~CommandRegistry() { SignalAll(SIGKILL); }
 
@@ -295,12 +299,16 @@ CommandRegistry::InterruptResult CommandRegistry::Interrupt(const std::string& i
   if (!command) return InterruptResult::kUnknown;
   if (!command->Status().running) return InterruptResult::kNotRunning;
   pid_t pgid = command->pgid_;
-  kill(-pgid, SIGTERM);
-  kill(-pgid, SIGCONT);  // a stopped process only acts on SIGTERM once continued
+  // The leader's pid is its group's id (Setpgid). Before 1.0.18 execd signals the leader
+  // alone (os.Process.Signal) and answers once it is reaped.
+  const pid_t target = interrupt_kills_group_ ? -pgid : pgid;
+  kill(target, SIGTERM);
+  kill(target, SIGCONT);  // a stopped process only acts on SIGTERM once continued
   if (!command->WaitFinished(SteadyClock::now() + std::chrono::seconds(3))) {
-    kill(-pgid, SIGKILL);
+    kill(target, SIGKILL);
     command->WaitFinished(SteadyClock::now() + std::chrono::seconds(5));
   }
+  if (!interrupt_kills_group_) return InterruptResult::kInterrupted;
   // The leader is reaped; give the rest of its group a moment to go too.
   auto until = SteadyClock::now() + std::chrono::seconds(1);
   while (GroupAlive(pgid) && SteadyClock::now() < until) {

@@ -92,8 +92,9 @@ inline constexpr std::chrono::milliseconds kBackgroundRecordDelay{20};
 class CommandRegistry {
  public:
   // `log_dir` holds background logs (outside the sandbox root, so it can't be seen or
-  // deleted from inside). `keep_blank_lines` selects execd >= 1.0.17 framing.
-  CommandRegistry(ServerClock clock, bool keep_blank_lines, std::string log_dir);
+  // deleted from inside). `keep_blank_lines` selects execd >= 1.0.17 framing,
+  // `interrupt_kills_group` execd >= 1.0.18 interrupts (ExecdRelease).
+  CommandRegistry(ServerClock clock, bool keep_blank_lines, bool interrupt_kills_group, std::string log_dir);
   ~CommandRegistry();
 
   // Starts the command. A process that fails to start still yields a Command (with
@@ -102,7 +103,8 @@ class CommandRegistry {
   std::shared_ptr<Command> Find(const std::string& id) const;
 
   enum class InterruptResult { kInterrupted, kUnknown, kNotRunning };
-  // SIGTERM to the group, up to 3 s, then SIGKILL; returns once the process is gone.
+  // SIGTERM to the group (before 1.0.18: to the leader alone), up to 3 s, then SIGKILL;
+  // returns once the process is gone.
   InterruptResult Interrupt(const std::string& id);
 
   // Sends `sig` to the process group of every running command (SIGSTOP/SIGCONT for
@@ -112,6 +114,7 @@ class CommandRegistry {
  private:
   const ServerClock clock_;
   const bool keep_blank_lines_;
+  const bool interrupt_kills_group_;
   const std::string log_dir_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Command>> commands_;

@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/fake-opensandbox/test_support.h"
@@ -28,8 +31,10 @@ TEST(ExecdReleaseOfTest, EachReleaseHasItsBehaviours) {
   EXPECT_EQ(v113.session_api, SessionApi::kCommand);
   EXPECT_EQ(v113.pty_api, PtyApi::kBasic);
   EXPECT_FALSE(v113.keep_blank_lines);
+  EXPECT_FALSE(v113.interrupt_kills_group);
   const ExecdRelease v118 = ReleaseOf("1.0.18");
   EXPECT_TRUE(v118.keep_blank_lines);
+  EXPECT_TRUE(v118.interrupt_kills_group);
   EXPECT_EQ(v118.pty_api, PtyApi::kBasic);
   for (const ExecdRelease& old : {v108, v113, v118}) {
     EXPECT_FALSE(old.mkdir_leaves_existing);
@@ -212,6 +217,40 @@ TEST_P(ExecdReleaseTest, SessionRunLeavesItsScript) {
     EXPECT_EQ(Stat("/tmp/" + name).st_mode & 0777, 0600u);
   }
   EXPECT_TRUE(secret_on_disk);  // the second run's script exports the saved session env
+}
+
+// 27726236: from 1.0.18 an interrupt signals the command's whole process group; before,
+// only its leader, so a child bash started lives on.
+TEST_P(ExecdReleaseTest, InterruptReachesTheGroupFrom1018) {
+  auto started = PostJson("/command", R"({"command":"sleep 300 & echo $! > /tmp/child; wait","background":true})");
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->status, 200) << started->body;
+  const std::string id = ParseEvents(started->body).at(0).text;
+  pid_t child = 0;
+  for (int i = 0; i < 200 && child == 0; ++i) {
+    std::ifstream in(root_ + "/tmp/child");
+    if (!(in >> child)) child = 0;
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(child, 0) << "the command never wrote its child's pid";
+  std::this_thread::sleep_for(kBackgroundRecordDelay * 2);
+  auto interrupted = execd_->client->Delete(execd_->Path("/command?id=" + id).c_str());
+  ASSERT_TRUE(interrupted);
+  ASSERT_EQ(interrupted->status, 200) << interrupted->body;
+  // Alive: listed and not a zombie (whoever inherits it may not have reaped it yet).
+  auto running = [child] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const size_t paren = text.rfind(')');
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+  };
+  bool alive = running();
+  for (int i = 0; i < 100 && alive && release_.interrupt_kills_group; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    alive = running();
+  }
+  EXPECT_EQ(alive, !release_.interrupt_kills_group);
+  kill(child, SIGKILL);
 }
 
 // Every profile: the tree a Debian image has, so a cwd of /var works.

@@ -11,7 +11,8 @@ namespace fake_opensandbox {
 
 struct ExecdServer::State {
   State(const ExecdServerOptions& options, const std::string& host_root)
-      : commands(options.clock, options.release.keep_blank_lines, options.log_dir),
+      : commands(options.clock, options.release.keep_blank_lines, options.release.interrupt_kills_group,
+               options.log_dir),
         code(options.jupyter, options.log_dir, options.stats) {
     context.clock = options.clock;
     context.paths = SandboxPaths(host_root, options.mounts);

@@ -100,6 +100,9 @@ mode_t ProcessUmask() {
 std::string FollowLinksInSandbox(const SandboxPaths& paths, std::string sandbox_path, bool* read_only) {
   for (int hop = 0; hop < 40; ++hop) {
     const std::string host = paths.HostOf(sandbox_path, read_only);
+    // The links of /proc (a process's fd/N) are the kernel's to follow: they name open
+    // files, not paths.
+    if (host.rfind("/proc/", 0) == 0) return host;
     struct stat st;
     if (lstat(host.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return host;
     char buffer[4096];
@@ -113,9 +116,9 @@ std::string FollowLinksInSandbox(const SandboxPaths& paths, std::string sandbox_
   return "";
 }
 
-bool MoveIntoPlace(const std::string& temp, const std::string& target) {
-  if (rename(temp.c_str(), target.c_str()) == 0) return true;
-  if (errno != EXDEV) return false;
+// Copies `temp` into `target` opened for writing, as execd writes every upload (os.OpenFile
+// with O_WRONLY|O_CREATE|O_TRUNC, then a copy): for a pipe, a plain write.
+bool CopyInPlace(const std::string& temp, const std::string& target) {
   int in = open(temp.c_str(), O_RDONLY | O_CLOEXEC);
   int out = open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   bool ok = in >= 0 && out >= 0;
@@ -129,6 +132,16 @@ bool MoveIntoPlace(const std::string& temp, const std::string& target) {
   if (out >= 0) close(out);
   unlink(temp.c_str());
   return ok;
+}
+
+bool MoveIntoPlace(const std::string& temp, const std::string& target) {
+  // What is not a regular file (a FIFO, a process's open pipe under /proc) is written in
+  // place; a rename would replace it.
+  struct stat st;
+  if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return CopyInPlace(temp, target);
+  if (rename(temp.c_str(), target.c_str()) == 0) return true;
+  if (errno != EXDEV) return false;
+  return CopyInPlace(temp, target);
 }
 
 void HandleUpload(const httplib::Request& req, httplib::Response& res,
@@ -269,7 +282,7 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
     }
     // An existing file is overwritten but keeps its mode and owner, as with O_TRUNC.
     struct stat old;
-    bool existed = lstat(mapped.host.c_str(), &old) == 0;
+    bool existed = stat(mapped.host.c_str(), &old) == 0;
     if (existed && S_ISDIR(old.st_mode)) {
       SendExecdError(res, 500, "RUNTIME_ERROR", "error writing " + path + ": is a directory");
       return;
@@ -279,7 +292,9 @@ void HandleUpload(const httplib::Request& req, httplib::Response& res,
       return;
     }
     parts.temp_files[i].clear();
-    if (existed && S_ISREG(old.st_mode)) {
+    if (existed && !S_ISREG(old.st_mode)) {
+      // Written in place: nothing about it changes.
+    } else if (existed) {
       chmod(mapped.host.c_str(), old.st_mode & 07777);
       if (lchown(mapped.host.c_str(), old.st_uid, old.st_gid) != 0) {
         // Not fatal: a non-root fake cannot give files away.

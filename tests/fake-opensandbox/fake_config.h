@@ -74,6 +74,9 @@ struct ExecdRelease {
   // session's run) is a 500 JSON answer; before, the event stream's headers were out
   // already and the error object is its only line, in an HTTP 200 answer.
   bool deferred_stream_headers = true;
+  // 1.0.18 (27726236): DELETE /command signals the command's whole process group; before,
+  // only its leader (bash), so what bash started outlives it.
+  bool interrupt_kills_group = true;
 };
 
 // The release `version` ("1.0.18", "v1.0.8") plays; a version between two known ones

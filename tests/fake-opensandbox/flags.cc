@@ -48,6 +48,7 @@ ExecdRelease ReleaseOf(const std::string& version) {
   release.directory_list = since(19);
   release.file_info_type = since(19);
   release.deferred_stream_headers = since(17);
+  release.interrupt_kills_group = since(18);
   return release;
 }
 

@@ -116,6 +116,8 @@ std::string SandboxPaths::HostOf(const std::string& sandbox_path, bool* read_onl
       over = &mount;
     }
   }
+  // /proc is the host's, as the jail of every command binds it (README, "Paths").
+  if (!over && Covers("/proc", sandbox_path)) return sandbox_path;
   if (!over) return sandbox_path == "/" ? root_ : root_ + sandbox_path;
   if (read_only) *read_only = over->read_only;
   if (mount_point) *mount_point = over->sandbox_path == sandbox_path;

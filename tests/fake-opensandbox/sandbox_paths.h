@@ -7,7 +7,8 @@
 // than clamped, so a client bug shows up instead of silently touching another file.
 // (Symlinks created inside the sandbox are not confined: there is no isolation.)
 // A path at or under a volume's mount path maps into the volume's directory instead
-// (sandbox_volumes.h), as the container's bind mount would show it.
+// (sandbox_volumes.h), as the container's bind mount would show it. /proc and below map
+// to the host's /proc, which is what commands see there (the fake has no PID namespace).
 
 #include <string>
 #include <vector>

@@ -21,7 +21,7 @@ struct Partial {
   const char* note;
 };
 inline constexpr Partial kPartial[] = {
-    {"process.manage", "process.stdin is E8004; an execd command id accepts only SIGKILL"},
+    {"process.manage", "an execd command id accepts only SIGKILL"},
     {"code.interpret",
      "only the last expression's value is passed on, not display() output; input() is unavailable"},
     {"exec.shell", "stderr arrives as stdout; blank lines are dropped"},

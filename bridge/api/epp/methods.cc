@@ -32,6 +32,7 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"process.list", ProcessList},
     {"process.kill", ProcessKill},
     {"process.signal", ProcessSignal},
+    {"process.stdin", ProcessStdin},
     {"files.read", FilesRead},
     {"files.write", FilesWrite},
     {"files.list", FilesList},
@@ -62,7 +63,7 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
 };
 
 constexpr std::string_view kUnsupported[] = {
-    "files.watch", "files.upload_url", "files.download_url", "process.stdin",
+    "files.watch", "files.upload_url", "files.download_url",
 };
 
 }  // namespace

@@ -54,6 +54,7 @@ Result<std::string> ExecLogs(Request&);
 Result<std::string> ProcessList(Request&);
 Result<std::string> ProcessKill(Request&);
 Result<std::string> ProcessSignal(Request&);
+Result<std::string> ProcessStdin(Request&);
 Result<std::string> FilesRead(Request&);
 Result<std::string> FilesWrite(Request&);
 Result<std::string> FilesList(Request&);

@@ -37,6 +37,13 @@ Result<core::ExecSpec> ReadSpec(Request& req, bool allow_detached) {
     }
   }
   ABX_ASSIGN_OR_RETURN(request.stdin_data, p.String("stdin"));
+  ABX_ASSIGN_OR_RETURN(auto stdin_stream, p.Bool("stdin_stream"));
+  if (stdin_stream && *stdin_stream && !allow_detached) {
+    return InvalidParams("stdin_stream",
+                         "exec.run does not take stdin_stream: its answer comes after the command ends; "
+                         "use exec.start");
+  }
+  request.stdin_stream = stdin_stream.value_or(false);
   ABX_ASSIGN_OR_RETURN(request.timeout_s, p.Number("timeout"));
   ABX_ASSIGN_OR_RETURN(auto detached, p.Bool("detached"));
   if (detached && !allow_detached) {

@@ -1,9 +1,11 @@
-// process.manage (partial: process.stdin is E8004; an exec_id takes only SIGKILL).
+// process.manage (partial: an exec_id takes only SIGKILL), process.stdin included.
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
+#include "bridge/base/base64.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
+#include "bridge/core/process_stdin.h"
 #include "bridge/core/processes.h"
 
 namespace abx::epp {
@@ -81,6 +83,32 @@ Result<std::string> ProcessSignal(Request& req) {
   ABX_ASSIGN_OR_RETURN(bool sent, processes.SignalPid(id, static_cast<int>(*pid), *name, &req.cancel()));
   if (!sent) return MakeError(ErrorCode::kNotFound, "no process " + std::to_string(*pid) + " to signal");
   return std::string("{}");
+}
+
+Result<std::string> ProcessStdin(Request& req) {
+  Params p(req.params());
+  core::StdinWrite write;
+  ABX_ASSIGN_OR_RETURN(write.sandbox_id, SandboxId(p));
+  ABX_ASSIGN_OR_RETURN(write.exec_id, p.RequiredString("exec_id"));
+  if (write.exec_id.empty()) return InvalidParams("exec_id", "exec_id must not be empty");
+  ABX_ASSIGN_OR_RETURN(auto data, p.String("data"));
+  ABX_ASSIGN_OR_RETURN(auto encoding, p.String("encoding"));
+  if (encoding && *encoding != "utf8" && *encoding != "base64") {
+    return InvalidParams("encoding", "encoding must be utf8 or base64");
+  }
+  if (data && encoding == "base64") {
+    auto decoded = Base64Decode(*data);
+    if (!decoded) return InvalidParams("data", "data is not valid base64");
+    write.data = std::move(*decoded);
+  } else if (data) {
+    write.data = std::move(*data);
+  }
+  ABX_ASSIGN_OR_RETURN(auto eof, p.Bool("eof"));
+  write.eof = eof.value_or(false);
+  core::ProcessStdin stdin_writer(req.session().upstream().get(), &req.session().config());
+  ABX_ASSIGN_OR_RETURN(std::shared_ptr<core::RunPlace> place, req.TakeRunPlace());
+  ABX_ASSIGN_OR_RETURN(int64_t written, stdin_writer.Write(write, std::move(place), &req.cancel()));
+  return "{\"written\":" + std::to_string(written) + "}";
 }
 
 }  // namespace abx::epp

@@ -246,7 +246,8 @@ namespace {
 
 // The line a request takes its place in as it arrives, here on the session's reader, so
 // that requests sent one after another run in that order whatever the pool's threads do
-// (docs/epp1.md §3: the runs of a code context, the commands of a shell). A request whose
+// (docs/epp1.md §3: the runs of a code context, the commands of a shell, the writes to
+// a command's stdin). A request whose
 // params name no such line takes none here; one that names it wrongly learns so from its
 // handler, which gives the place up; one that finds the line full fails with that.
 Result<std::shared_ptr<core::RunPlace>> PlaceInLine(core::EndpointCache* upstream, const std::string& method,
@@ -261,6 +262,8 @@ Result<std::shared_ptr<core::RunPlace>> PlaceInLine(core::EndpointCache* upstrea
   std::shared_ptr<core::RunQueue> queue;
   if ((method == "exec.start" || method == "exec.run") && !text("shell_id").empty()) {
     queue = upstream->shells().Queue(sandbox, text("shell_id"));
+  } else if (method == "process.stdin") {
+    queue = upstream->stdin_pipes().Queue(sandbox, text("exec_id"));
   } else if (method == "code.run") {
     const std::string context = text("context_id");
     const std::string language = text("language");

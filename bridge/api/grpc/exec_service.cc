@@ -2,11 +2,13 @@
 
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bridge/api/grpc/typed_stream.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/core/exec.h"
+#include "bridge/core/process_stdin.h"
 #include "bridge/core/shells.h"
 
 namespace abx::api {
@@ -32,6 +34,7 @@ Result<core::ExecSpec> ReadSpec(const Request& request, bool detached = false) {
   spec.timeout_field = "timeout_seconds";
   spec.detached = detached;
   spec.shell_id = request.shell_id();
+  if constexpr (std::is_same_v<Request, pb::StartCommandRequest>) spec.stdin_stream = request.stdin_stream();
   return core::ValidateExec(std::move(spec));
 }
 
@@ -176,6 +179,24 @@ grpc::ServerUnaryReactor* ExecService::CloseShell(grpc::CallbackServerContext* c
     core::Shells shells(call.core(), call.upstream(), &call.config());
     ABX_ASSIGN_OR_RETURN(bool closed, shells.Close(sandbox_id, shell_id, call.cancel()));
     reply->set_closed(closed);
+    return OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ExecService::WriteStdin(grpc::CallbackServerContext* context,
+                                                const pb::WriteStdinRequest* request,
+                                                pb::WriteStdinReply* reply) {
+  return Serve(deps_, context, "Exec.WriteStdin", request->config(), [=](TypedCall& call) -> Status {
+    core::StdinWrite write;
+    ABX_ASSIGN_OR_RETURN(write.sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
+    ABX_ASSIGN_OR_RETURN(write.exec_id, Required(request->exec_id(), "exec_id"));
+    write.data = request->data();
+    write.eof = request->eof();
+    core::ProcessStdin stdin_writer(call.upstream(), &call.config());
+    // No place taken on arrival: a gRPC call has no reader that sees calls in order, so
+    // the order is the one in which calls reach the bridge's handlers.
+    ABX_ASSIGN_OR_RETURN(int64_t written, stdin_writer.Write(write, nullptr, call.cancel()));
+    reply->set_written(written);
     return OkStatus();
   });
 }

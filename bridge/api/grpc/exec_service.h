@@ -1,7 +1,8 @@
 #pragma once
 // Exec: commands in a sandbox (proto/exec.proto) over core::Exec, the same class the
 // EPP/1 exec.* methods use. Start streams the command's events as the core reports
-// them; Run collects them into one reply. Shells over core::Shells, as EPP's shell.*.
+// them; Run collects them into one reply. Shells over core::Shells, as EPP's shell.*;
+// WriteStdin over core::ProcessStdin, as EPP's process.stdin.
 
 #include "bridge/api/grpc/typed_call.h"
 #include "proto/exec.grpc.pb.h"
@@ -27,6 +28,9 @@ class ExecService final : public abx::opensandbox::v1::Exec::CallbackService {
   grpc::ServerUnaryReactor* CloseShell(grpc::CallbackServerContext* context,
                                        const abx::opensandbox::v1::CloseShellRequest* request,
                                        abx::opensandbox::v1::CloseShellReply* reply) override;
+  grpc::ServerUnaryReactor* WriteStdin(grpc::CallbackServerContext* context,
+                                       const abx::opensandbox::v1::WriteStdinRequest* request,
+                                       abx::opensandbox::v1::WriteStdinReply* reply) override;
 
  private:
   const TypedDeps deps_;

@@ -99,13 +99,14 @@ TEST(ValidateExecTest, AShellRefusesWhatItCannotHonourNamingTheOption) {
   EXPECT_EQ(ok->shell_id, "s1");
   EXPECT_EQ(ok->cwd, "/tmp");
 
-  const char* fields[] = {"env", "user", "stdin", "detached"};
+  const char* fields[] = {"env", "user", "stdin", "stdin_stream", "detached"};
   for (const char* field : fields) {
     ExecRequest request = Command("pwd");
     request.shell_id = "s1";
     if (std::string(field) == "env") request.env = {{"A", "1"}};
     if (std::string(field) == "user") request.user = "root";
     if (std::string(field) == "stdin") request.stdin_data = "";
+    if (std::string(field) == "stdin_stream") request.stdin_stream = true;
     if (std::string(field) == "detached") request.detached = true;
     auto refused = ValidateExec(request);
     ASSERT_FALSE(refused.ok()) << field;
@@ -115,6 +116,24 @@ TEST(ValidateExecTest, AShellRefusesWhatItCannotHonourNamingTheOption) {
     // Without a shell the same request is fine.
     request.shell_id.clear();
     EXPECT_TRUE(ValidateExec(request).ok()) << field;
+  }
+}
+
+TEST(ValidateExecTest, AStdinStreamTakesNeitherStdinNorDetached) {
+  ExecRequest streamed = Command("cat");
+  streamed.stdin_stream = true;
+  auto ok = ValidateExec(streamed);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(ok->stdin_stream);
+  for (const char* other : {"stdin", "detached"}) {
+    ExecRequest request = streamed;
+    if (std::string(other) == "stdin") request.stdin_data = "x";
+    if (std::string(other) == "detached") request.detached = true;
+    auto refused = ValidateExec(request);
+    ASSERT_FALSE(refused.ok()) << other;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidParams) << other;
+    EXPECT_EQ(refused.error().field, "stdin_stream");
+    EXPECT_NE(refused.error().message.find(other), std::string::npos) << refused.error().message;
   }
 }
 

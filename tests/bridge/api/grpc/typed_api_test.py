@@ -350,7 +350,7 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(described.name, "proto/exec.proto")
         service = {s.name: s for s in described.service}["Exec"]
         methods = {m.name: m for m in service.method}
-        self.assertEqual(set(methods), {"Run", "Start", "Logs", "CreateShell", "CloseShell"})
+        self.assertEqual(set(methods), {"Run", "Start", "Logs", "CreateShell", "CloseShell", "WriteStdin"})
         self.assertTrue(methods["Start"].server_streaming)
         self.assertFalse(methods["Run"].server_streaming)
 
@@ -825,6 +825,38 @@ class TypedApiTest(unittest.TestCase):
                         "the bridge still follows the cancelled command")
         self.assertTrue(wait_until(lambda: not processes_with(marker), 8),
                         "the cancelled command still runs")
+
+    def test_a_command_with_a_stdin_stream_reads_what_write_stdin_sends(self):
+        ex = self.pb["exec"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        call = self.exec.Start(ex.StartCommandRequest(
+            config=config, sandbox_id=sandbox.id, command="cat; exit 5", stdin_stream=True), timeout=60)
+        events = iter(call)
+        started = next(events)
+        self.assertEqual(started.WhichOneof("event"), "started")
+        exec_id = started.started.exec_id
+        write = lambda data, eof=False: self.exec.WriteStdin(ex.WriteStdinRequest(
+            config=config, sandbox_id=sandbox.id, exec_id=exec_id, data=data, eof=eof), timeout=30)
+        self.assertEqual(write(b"first\n").written, 6)
+        self.assertEqual(next(events).output.data, b"first\n")  # the echo while stdin is open
+        self.assertEqual(write(b"\x00\x01 binary\n", eof=True).written, 10)
+        rest = list(events)
+        self.assertEqual(b"".join(e.output.data for e in rest if e.WhichOneof("event") == "output"),
+                         b"\x00\x01 binary\n")
+        self.assertEqual(rest[-1].WhichOneof("event"), "exit")
+        self.assertEqual(rest[-1].exit.exit_code, 5)
+        with self.assertRaises(grpc.RpcError) as caught:
+            write(b"late")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.exec.WriteStdin(ex.WriteStdinRequest(config=config, sandbox_id=sandbox.id,
+                                                      exec_id="0" * 32, data=b"x"), timeout=30)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(self.exec.Start(ex.StartCommandRequest(config=config, sandbox_id=sandbox.id, command="cat",
+                                                        stdin_stream=True, detached=True), timeout=30))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
 
     # -- terminals -------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ inline constexpr Field kFields[] = {
     {"pool_ref",            "",                            nullptr,                          false, true},
     {"pool",                "",                            nullptr,                          false, false},
     {"pool_ttl",            "1800",                        nullptr,                          false, false},
+    {"watch_interval_ms",   "1000",                        nullptr,                          false, false},
 };
 // clang-format on
 

@@ -16,7 +16,16 @@ BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::strin
 
 // The pool first, while the background tasks still run: its timers stop re-arming and
 // its sandboxes are killed (the daemon has done so already at its orderly stop).
-BridgeCore::~BridgeCore() { pool_->Shutdown(); }
+BridgeCore::~BridgeCore() {
+  pool_->Shutdown();
+  // Watches end while the background tasks their hosts' cancels post to still exist.
+  std::map<std::string, std::shared_ptr<EndpointCache>> upstreams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    upstreams = upstreams_;
+  }
+  for (auto& [scope, upstream] : upstreams) upstream->watches().StopAll();
+}
 
 void BridgeCore::RunInBackground(std::function<void()> task) { background_.Run(std::move(task)); }
 

@@ -312,6 +312,14 @@ Result<ProviderConfig> ParseConfig(const std::map<std::string, std::string>& raw
         return InvalidParams(name, "pool_ttl must be 60 to 86400 seconds");
       }
       config.pool_ttl_s = static_cast<int>(v);
+    } else if (name == "watch_interval_ms") {
+      const std::string t = Trim(value);
+      char* end = nullptr;
+      const long v = std::strtol(t.c_str(), &end, 10);
+      if (t.empty() || end != t.c_str() + t.size() || v < 200 || v > 60000) {
+        return InvalidParams(name, "watch_interval_ms must be 200 to 60000 milliseconds");
+      }
+      config.watch_interval_ms = static_cast<int>(v);
     } else if (name == "registry_username") {
       config.registry_username = value;
     } else if (name == "registry_password") {
@@ -414,6 +422,8 @@ std::string EffectiveConfigJson(const std::map<std::string, std::string>& raw,
       }
     } else if (name == "pool_ttl") {
       value = std::to_string(config.pool_ttl_s);
+    } else if (name == "watch_interval_ms") {
+      value = std::to_string(config.watch_interval_ms);
     } else {
       value = f.secret ? secret(text(f)) : string_or_null(text(f));  // a field added later
     }

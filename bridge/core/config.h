@@ -41,6 +41,8 @@ struct ProviderConfig {
   // the server timeout each has while it waits (renewed while the daemon runs).
   std::map<std::string, int> pool;
   int pool_ttl_s = 1800;
+  // How often files.watch compares listings in a sandbox without inotifywait (watch_hub.h).
+  int watch_interval_ms = 1000;
 
   // Identifies the server and the credential: state obtained with one key is never
   // served to a session holding another. In memory only; holds the key itself.

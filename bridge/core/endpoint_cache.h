@@ -18,6 +18,7 @@
 #include "bridge/core/shell_registry.h"
 #include "bridge/core/stdin_pipes.h"
 #include "bridge/core/terminals.h"
+#include "bridge/core/watches.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
@@ -92,6 +93,8 @@ class EndpointCache {
   ShellRegistry& shells() { return shells_; }
   // The stdin pipes of commands started with stdin_stream (bridge/core/stdin_pipes.h).
   StdinPipes& stdin_pipes() { return stdin_pipes_; }
+  // The files.watch hubs of this server's sandboxes (bridge/core/watches.h).
+  WatchRegistry& watches() { return watches_; }
   // The terminals this bridge holds in this server's sandboxes (bridge/core/terminals.h).
   TerminalRegistry& terminals() { return terminals_; }
 
@@ -121,6 +124,9 @@ class EndpointCache {
   CodeRegistry code_;
   ShellRegistry shells_;
   StdinPipes stdin_pipes_;
+  // After the stdin pipes its hubs write through, so that it is destroyed (and stops its
+  // hubs) while they are still there.
+  WatchRegistry watches_;
   TerminalRegistry terminals_;  // last: its terminals' sockets go before the rest
 };
 

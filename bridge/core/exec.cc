@@ -299,7 +299,15 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
       flush);
   watch->MarkDone();
   flush();
-  if (started && spec.stdin_stream) pipes.SetEnded(exec_id);
+  if (started && spec.stdin_stream) {
+    pipes.SetEnded(exec_id);
+    // A stream that broke leaves the command running with a stdin nobody may write to
+    // any more (and a cancel would no longer reach it): it is interrupted at execd.
+    if (!ended) {
+      opensandbox::ExecdClient interrupter = *execd;
+      core_->RunInBackground([interrupter, exec_id]() mutable { interrupter.Interrupt(exec_id, nullptr); });
+    }
+  }
   // An attached command is over: process.list has nothing left to name by it.
   if (started && !spec.detached) upstream_->ForgetExec(spec.sandbox_id, tag);
 

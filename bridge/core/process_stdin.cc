@@ -10,6 +10,9 @@ Error ProcessStdin::NoPipe(const std::string& sandbox_id, const std::string& exe
   if (!execd.ok()) return execd.error();
   // A shell's command has an id of the bridge's own (shells.h), which execd does not know.
   if (exec_id.rfind("shell-", 0) == 0) {
+    if (!upstream_->shells().Running(sandbox_id, exec_id)) {
+      return MakeError(ErrorCode::kNotFound, "no command " + exec_id + " in sandbox " + sandbox_id);
+    }
     return MakeError(ErrorCode::kInvalidState,
                      "command " + exec_id + " runs in a shell, which gives its commands no stdin");
   }

@@ -90,4 +90,9 @@ void ShellRegistry::KillRunsOf(const std::string& sandbox_id, const std::string&
   for (auto& run : runs) run->WaitOver(timeout_ms);
 }
 
+bool ShellRegistry::Running(const std::string& sandbox_id, const std::string& exec_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return runs_.count(sandbox_id + "\n" + exec_id) > 0;
+}
+
 }  // namespace abx::core

@@ -60,6 +60,8 @@ class ShellRegistry {
   // execd kills only bash, and the run's stream stays open while what bash started
   // runs on).
   void KillRunsOf(const std::string& sandbox_id, const std::string& shell_id, int64_t timeout_ms);
+  // Whether the shell command `exec_id` runs now.
+  bool Running(const std::string& sandbox_id, const std::string& exec_id) const;
 
  private:
   mutable std::mutex mu_;

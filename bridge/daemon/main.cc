@@ -24,6 +24,7 @@
 #include "bridge/daemon/sandboxes_command.h"
 #include "bridge/daemon/snapshot_command.h"
 #include "bridge/daemon/template_command.h"
+#include "bridge/daemon/watch_command.h"
 #include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"
@@ -36,7 +37,7 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template|watch [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
@@ -50,6 +51,8 @@ int Usage(FILE* out) {
                "  template build NAME [--from TEMPLATE|IMAGE] [--file LOCAL:PATH[:MODE]]... --run COMMAND...\n"
                "           build a template (output as it happens; exits with the failing command's code)\n"
                "  template list | template delete NAME\n"
+               "  watch SANDBOX_ID PATH [--recursive]  changes under PATH as they happen, one line each "
+               "(\"create /tmp/x\"); ^C stops\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
                abx::ResolveSocketPath(abx::kBuildId).c_str());
@@ -96,12 +99,15 @@ int main(int argc, char** argv) {
     return abx::daemon::RunTemplateCommand(options.socket_path, std::vector<std::string>(argv + 2, argv + argc));
   }
   bool json = false;
+  bool recursive = false;
   std::string snapshot_name;
   std::vector<std::string> operands;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((command == "pty" || command == "snapshot") && !arg.empty() && arg[0] != '-') {
+    if ((command == "pty" || command == "snapshot" || command == "watch") && !arg.empty() && arg[0] != '-') {
       operands.push_back(arg);
+    } else if (arg == "--recursive" && command == "watch") {
+      recursive = true;
     } else if (arg == "--name" && command == "snapshot" && i + 1 < argc) {
       snapshot_name = argv[++i];
     } else if (arg == "--json" && (command == "sandboxes" || command == "status")) {
@@ -130,6 +136,10 @@ int main(int argc, char** argv) {
   if (command == "pty") {
     if (operands.empty() || operands.size() > 2) return Usage(stderr);
     return abx::daemon::AttachTerminal(options.socket_path, operands[0], operands.size() > 1 ? operands[1] : "");
+  }
+  if (command == "watch") {
+    if (operands.size() != 2) return Usage(stderr);
+    return abx::daemon::WatchPath(options.socket_path, operands[0], operands[1], recursive);
   }
   if (command == "snapshot") {
     if (operands.size() != 1) return Usage(stderr);

@@ -56,7 +56,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_THAT(GetStrings(result, "extensions"),
               UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod",
                                    "files.transfer", "sandbox.metrics", "sandbox.snapshot",
-                                   "sandbox.metadata", "sandbox.pool"))
+                                   "sandbox.metadata", "sandbox.pool", "files.watch"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;
@@ -109,7 +109,7 @@ TEST_F(HandshakeTest, UnsupportedMethodsAreE8004BeforeAnythingGoesUpstream) {
   EppSession* shim = StartInitializedShim();
   ASSERT_NE(shim, nullptr);
   const std::vector<std::string> methods = {
-      "files.watch", "files.upload_url", "files.download_url"};
+      "files.upload_url", "files.download_url"};
   for (const std::string& method : methods) {
     MessagePtr response;
     auto upstream = UpstreamRequestsDuring([&] {

@@ -21,6 +21,8 @@
 #include <optional>
 #include <vector>
 
+#include "tests/fake-opensandbox/image_catalog.h"
+
 extern char** environ;
 
 namespace fake_opensandbox {
@@ -94,6 +96,16 @@ RootPlan PlanSandboxRoot(const std::string& root, const std::string& cwd,
     step.dir = mount->host_dir;
     step.writable = !mount->read_only;
     step.volume = true;
+    plan.steps.push_back(std::move(step));
+  }
+  // A program no image has (--without-program): /dev/null over the host's copy, which is
+  // then no executable at all.
+  for (const std::string& path : LeftOutProgramPaths()) {
+    RootStep step;
+    step.target = root + path;
+    step.dir = "/dev/null";
+    step.writable = true;
+    step.volume = true;  // the file is there already: nothing to make
     plan.steps.push_back(std::move(step));
   }
   return plan;

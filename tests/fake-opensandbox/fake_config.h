@@ -38,6 +38,7 @@ struct FakeConfig {
   bool exit_on_stdin_eof = false;
   bool snapshots = true;                // false: a server whose runtime has no snapshots (501)
   std::vector<std::string> allowed_host_paths;  // storage.allowed_host_paths; empty: none
+  std::vector<std::string> programs_left_out;   // --without-program: no image has these
   std::vector<std::pair<std::string, std::string>> pools;  // Kubernetes Pools: (name, image)
   // Upstream's real execd in every sandbox (real_execd.h) instead of the fake's own;
   // empty: the fake's. The bootstrap script defaults to bootstrap.sh beside the binary.

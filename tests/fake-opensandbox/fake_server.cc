@@ -12,6 +12,7 @@
 
 #include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/ids.h"
+#include "tests/fake-opensandbox/image_catalog.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/listen_backlog.h"
 
@@ -118,6 +119,7 @@ void SendSandboxNotFound(httplib::Response& res, const LifecycleContext& context
 std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& given, std::string* error) {
   FakeConfig config = given;
   if (!config.execd_binary.empty() && !PrepareRealExecd(&config, error)) return nullptr;
+  LeaveProgramsOut(config.programs_left_out);
   std::unique_ptr<FakeServer> fake(new FakeServer());
   fake->config_ = config;
   if (config.root_dir.empty()) {

@@ -97,6 +97,8 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
   --allowed-host-path P    host volumes may name P or a path under it (repeat for
                            more; default none: every host volume is refused, as
                            upstream's empty storage.allowed_host_paths refuses it)
+  --without-program NAME   no image has NAME (repeatable): the host's copy is hidden
+                           from every sandbox's commands (needs root)
   --pool NAME=IMAGE        with --runtime kubernetes: a Pool the server serves
                            (extensions.poolRef), whose pods run IMAGE (repeatable)
   --help                   this text
@@ -197,6 +199,9 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
       config->exit_on_stdin_eof = true;
     } else if (flag == "--no-snapshots") {
       config->snapshots = false;
+    } else if (flag == "--without-program") {
+      if (!need_value()) return FlagsResult::kError;
+      config->programs_left_out.push_back(value);
     } else if (flag == "--allowed-host-path") {
       if (!need_value()) return FlagsResult::kError;
       config->allowed_host_paths.push_back(value);

@@ -13,9 +13,38 @@ namespace {
 
 constexpr const char* kBaseDirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
 
-bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+std::vector<std::string>& LeftOut() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+bool IsLeftOut(const std::string& program) {
+  const std::string base = program.substr(program.rfind('/') + 1);
+  for (const std::string& name : LeftOut()) {
+    if (name == base) return true;
+  }
+  return false;
+}
+
+bool Executable(const std::string& path) { return !IsLeftOut(path) && access(path.c_str(), X_OK) == 0; }
 
 }  // namespace
+
+void LeaveProgramsOut(std::vector<std::string> names) { LeftOut() = std::move(names); }
+
+std::vector<std::string> LeftOutProgramPaths() {
+  std::vector<std::string> paths;
+  for (const std::string& name : LeftOut()) {
+    for (const char* dir : kBaseDirs) {
+      struct stat st;
+      // A directory that is a link (merged /usr's /bin) shows the one it leads to.
+      if (lstat(dir, &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      const std::string path = std::string(dir) + "/" + name;
+      if (access(path.c_str(), F_OK) == 0) paths.push_back(path);
+    }
+  }
+  return paths;
+}
 
 bool IsCodeInterpreterImage(const std::string& image_uri) {
   std::string repository = image_uri.substr(0, image_uri.find('@'));

@@ -29,6 +29,12 @@ inline constexpr char kOldCodeInterpreterScript[] = "/opt/opensandbox/code-inter
 // The start script a code-interpreter image has; "" for any other image.
 std::string CodeInterpreterScriptOf(const std::string& image_uri);
 
+// Programs no image of this fake has (--without-program): the host's copies are hidden
+// from every sandbox's commands. Set once, before the first sandbox.
+void LeaveProgramsOut(std::vector<std::string> names);
+// Where the host keeps them on the base PATH: what each sandbox's view covers.
+std::vector<std::string> LeftOutProgramPaths();
+
 // The repository name (no registry port, tag or digest) ends in "code-interpreter".
 bool IsCodeInterpreterImage(const std::string& image_uri);
 

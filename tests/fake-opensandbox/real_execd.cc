@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/fake-opensandbox/image_catalog.h"
 #include "tests/fake-opensandbox/sandbox_cgroup.h"
 #include "tests/fake-opensandbox/sandbox_jail.h"
 #include "tests/fake-opensandbox/sandbox_port_relay.h"
@@ -214,6 +215,7 @@ std::unique_ptr<RealExecd> RealExecd::Start(const RealExecdOptions& options, std
   for (const VolumeMount& mount : options.mounts) {
     argv.insert(argv.end(), {mount.read_only ? "--ro-bind" : "--bind", mount.host_dir, mount.sandbox_path});
   }
+  for (const std::string& path : LeftOutProgramPaths()) argv.insert(argv.end(), {"--ro-bind", "/dev/null", path});
   std::vector<std::pair<std::string, std::string>> env = {
       {"PATH", kContainerPath}, {"HOME", "/root"}, {"HOSTNAME", HostnameOf(options.sandbox_id)}};
   // bootstrap.sh runs `$EXECD &`: the token rides in the word list, as 1.0.13 reads only

@@ -15,7 +15,7 @@ inline constexpr const char* kFeatures[] = {
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell",     "files.search",    "files.chmod",
                                               "files.transfer", "sandbox.metrics", "sandbox.snapshot",
-                                              "sandbox.metadata", "sandbox.pool"};
+                                              "sandbox.metadata", "sandbox.pool", "files.watch"};
 struct Partial {
   const char* feature;
   const char* note;

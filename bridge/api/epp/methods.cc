@@ -44,6 +44,8 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
     {"files.chmod", FilesChmod},
     {"files.download", FilesDownload},
     {"files.upload", FilesUpload},
+    {"files.watch", FilesWatch},
+    {"files.unwatch", FilesUnwatch},
     {"ports.url", PortsUrl},
     {"code.context.create", CodeContextCreate},
     {"code.context.list", CodeContextList},
@@ -63,7 +65,7 @@ constexpr std::pair<std::string_view, Handler> kHandlers[] = {
 };
 
 constexpr std::string_view kUnsupported[] = {
-    "files.watch", "files.upload_url", "files.download_url",
+    "files.upload_url", "files.download_url",
 };
 
 }  // namespace

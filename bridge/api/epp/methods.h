@@ -10,6 +10,7 @@
 
 #include "bridge/base/error.h"
 #include "bridge/core/terminals.h"
+#include "bridge/core/watch_hub.h"
 
 namespace abx::epp {
 
@@ -55,6 +56,8 @@ Result<std::string> ProcessList(Request&);
 Result<std::string> ProcessKill(Request&);
 Result<std::string> ProcessSignal(Request&);
 Result<std::string> ProcessStdin(Request&);
+Result<std::string> FilesWatch(Request&);
+Result<std::string> FilesUnwatch(Request&);
 Result<std::string> FilesRead(Request&);
 Result<std::string> FilesWrite(Request&);
 Result<std::string> FilesList(Request&);
@@ -81,6 +84,14 @@ Result<std::string> PtyList(Request&);
 Result<std::string> PtyClose(Request&);
 // The session's holder of its terminals (methods_pty.cc), writing to `sink`.
 std::shared_ptr<core::TerminalHolder> MakeTerminalHolder(LineSink* sink);
+// The session's listener of its watches (methods_watch.cc); Close drops what comes later.
+class WatchListenerOfSession : public core::WatchListener {
+ public:
+  // files.watch was answered with `watch_id`: its changes may go out now.
+  virtual void Announce(const std::string& watch_id) = 0;
+  virtual void Close() = 0;
+};
+std::shared_ptr<WatchListenerOfSession> MakeWatchListener(LineSink* sink);
 Result<std::string> ShellCreate(Request&);
 Result<std::string> ShellClose(Request&);
 Result<std::string> ProviderInfo(Request&);

@@ -1,5 +1,6 @@
 #include "bridge/api/epp/session.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "bridge/api/epp/early_write.h"
@@ -16,6 +17,7 @@
 #include "bridge/core/run_queue.h"
 #include "bridge/core/shells.h"
 #include "bridge/core/terminals.h"
+#include "bridge/core/watches.h"
 #include "common/version.h"
 
 namespace abx::epp {
@@ -328,12 +330,20 @@ void Session::OnEndOfInput() { CancelWhere(/*attached_only=*/true); }
 
 void Session::ReleaseOwned() {
   std::vector<std::pair<std::string, std::string>> contexts, shells;
+  std::vector<std::string> watches;
+  std::shared_ptr<WatchListenerOfSession> watch_listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     contexts.swap(owned_contexts_);
     shells.swap(owned_shells_);
+    watches.swap(owned_watches_);
+    watch_listener = watch_listener_;
   }
   if (!upstream_) return;
+  // Watches stop, and what is still on its way to the session is dropped.
+  core::Watches watch_api(core_, upstream_.get(), &config_);
+  for (const std::string& watch_id : watches) watch_api.Unwatch(watch_id);
+  if (watch_listener) watch_listener->Close();
   std::shared_ptr<core::TerminalHolder> holder;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -370,6 +380,31 @@ std::shared_ptr<core::TerminalHolder> Session::terminal_holder() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!terminal_holder_) terminal_holder_ = MakeTerminalHolder(sink_);
   return terminal_holder_;
+}
+
+std::shared_ptr<core::WatchListener> Session::watch_listener() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!watch_listener_) watch_listener_ = MakeWatchListener(sink_);
+  return watch_listener_;
+}
+
+void Session::OwnWatch(const std::string& watch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owned_watches_.push_back(watch_id);
+}
+
+void Session::AnnounceWatch(const std::string& watch_id) {
+  std::shared_ptr<WatchListenerOfSession> listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener = watch_listener_;
+  }
+  if (listener) listener->Announce(watch_id);
+}
+
+void Session::DisownWatch(const std::string& watch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owned_watches_.erase(std::remove(owned_watches_.begin(), owned_watches_.end(), watch_id), owned_watches_.end());
 }
 
 void Session::OwnShell(const std::string& sandbox_id, const std::string& shell_id) {

@@ -23,6 +23,7 @@
 #include "bridge/base/task_runner.h"
 #include "bridge/api/epp/local_files.h"
 #include "bridge/core/config.h"
+#include "bridge/core/watch_hub.h"
 
 namespace abx::core {
 class TerminalHolder;
@@ -59,6 +60,7 @@ struct SessionOrigin {
 
 class EarlyWrite;
 class Session;
+class WatchListenerOfSession;  // methods.h
 
 // One request in flight: its params, its cancellation, and the way to answer it.
 class Request {
@@ -146,6 +148,12 @@ class Session {
   void ReleaseOwned();
   // This session as the holder of the terminals it opens or attaches, made on first use.
   std::shared_ptr<core::TerminalHolder> terminal_holder();
+  // This session as the listener of its watches, made on first use; its watches are
+  // stopped at its end (ReleaseOwned).
+  std::shared_ptr<core::WatchListener> watch_listener();
+  void OwnWatch(const std::string& watch_id);
+  void AnnounceWatch(const std::string& watch_id);
+  void DisownWatch(const std::string& watch_id);
   // Blocks until no handler runs.
   void WaitIdle();
   // The same, for at most `timeout`; false when handlers still run.
@@ -187,6 +195,8 @@ class Session {
   std::vector<std::pair<std::string, std::string>> owned_contexts_;  // sandbox, context
   std::vector<std::pair<std::string, std::string>> owned_shells_;    // sandbox, shell
   std::shared_ptr<core::TerminalHolder> terminal_holder_;
+  std::shared_ptr<WatchListenerOfSession> watch_listener_;
+  std::vector<std::string> owned_watches_;
 };
 
 }  // namespace abx::epp

@@ -1,11 +1,16 @@
 #include "bridge/api/grpc/files_service.h"
 
+#include <deque>
+
+#include <condition_variable>
+
 #include <algorithm>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "bridge/core/watches.h"
 #include "bridge/core/files.h"
 #include "bridge/base/byte_pipe.h"
 #include "bridge/core/transfers.h"
@@ -328,6 +333,88 @@ grpc::ServerUnaryReactor* FilesService::Chmod(grpc::CallbackServerContext* conte
         }
         core::Files files(call.upstream(), &call.config());
         return files.Chmod(id, path, mode, request->owner(), request->group(), call.cancel());
+      });
+}
+
+namespace {
+
+// A Watch call as its watch's listener: changes queue here and the call's own thread
+// writes them, so a client that reads slowly holds up only itself, never the sandbox's
+// other watches.
+class QueuedWatchListener final : public core::WatchListener {
+ public:
+  void OnEvents(const std::string&, const std::vector<core::WatchEvent>& events) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(events);
+    changed_.notify_all();
+  }
+  void OnEnded(const std::string&, const std::string& reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = reason.empty() ? "the watch ended" : reason;
+    changed_.notify_all();
+  }
+  void Wake() {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed_.notify_all();
+  }
+  // The next batch, or nullopt once the watch ended (*ended says why) or `cancel` is set.
+  std::optional<std::vector<core::WatchEvent>> Next(CancelToken* cancel, std::optional<std::string>* ended) {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return !queue_.empty() || ended_ || cancel->cancelled(); });
+    if (!queue_.empty()) {
+      std::vector<core::WatchEvent> batch = std::move(queue_.front());
+      queue_.pop_front();
+      return batch;
+    }
+    *ended = ended_;
+    return std::nullopt;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::vector<core::WatchEvent>> queue_;
+  std::optional<std::string> ended_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<pb::WatchEvent>* FilesService::Watch(grpc::CallbackServerContext* context,
+                                                             const pb::WatchRequest* request) {
+  return ServeStream<pb::WatchEvent>(
+      deps_, context, "Files.Watch", request->config(),
+      [=](TypedCall& call, StreamCallReactor<pb::WatchEvent>* stream) -> Status {
+        ABX_ASSIGN_OR_RETURN(std::string sandbox_id, Required(request->sandbox_id(), "sandbox_id"));
+        ABX_ASSIGN_OR_RETURN(std::string path, Required(request->path(), "path"));
+        auto listener = std::make_shared<QueuedWatchListener>();
+        core::Watches watches(call.core(), call.upstream(), &call.config());
+        ABX_ASSIGN_OR_RETURN(core::WatchStarted started,
+                             watches.Watch(sandbox_id, path, request->recursive(), listener, call.cancel()));
+        call.cancel()->OnCancel([listener] { listener->Wake(); });
+        pb::WatchEvent first;
+        first.mutable_started()->set_watch_id(started.watch_id);
+        first.mutable_started()->set_mode(started.mode);
+        bool open = stream->Write(first);
+        std::optional<std::string> ended;
+        while (open) {
+          auto batch = listener->Next(call.cancel(), &ended);
+          if (!batch) break;
+          pb::WatchEvent event;
+          for (const core::WatchEvent& e : *batch) {
+            pb::FileChange* change = event.mutable_changes()->add_changes();
+            change->set_type(e.type);
+            change->set_path(e.path);
+            change->set_is_dir(e.is_dir);
+          }
+          open = stream->Write(event);
+        }
+        watches.Unwatch(started.watch_id);
+        if (ended && open) {
+          pb::WatchEvent last;
+          last.mutable_ended()->set_reason(*ended);
+          stream->Write(last);
+        }
+        return OkStatus();
       });
 }
 

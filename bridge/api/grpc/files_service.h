@@ -45,6 +45,8 @@ class FilesService final : public abx::opensandbox::v1::Files::CallbackService {
   grpc::ServerReadReactor<abx::opensandbox::v1::UploadChunk>* Upload(
       grpc::CallbackServerContext* context, abx::opensandbox::v1::UploadFileReply* reply) override;
 
+  grpc::ServerWriteReactor<abx::opensandbox::v1::WatchEvent>* Watch(
+      grpc::CallbackServerContext* context, const abx::opensandbox::v1::WatchRequest* request) override;
  private:
   const TypedDeps deps_;
 };

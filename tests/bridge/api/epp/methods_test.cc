@@ -16,7 +16,7 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
         "files.search", "files.chmod", "files.download", "files.upload", "sandbox.metrics", "ports.url", "code.context.create",
         "code.context.list", "code.context.delete", "code.run", "shell.create", "shell.close", "pty.open",
         "pty.input", "pty.resize", "pty.signal", "pty.attach", "pty.list", "pty.close", "provider.info",
-        "process.stdin",
+        "process.stdin", "files.watch", "files.unwatch",
         "provider.doctor"}) {
     EXPECT_NE(FindHandler(m), nullptr) << m;
     EXPECT_FALSE(IsUnsupported(m)) << m;
@@ -24,7 +24,7 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
 }
 
 TEST(MethodsTest, UnsupportedMethodsAreKnownAsSuch) {
-  for (const char* m : {"files.watch", "files.upload_url", "files.download_url"}) {
+  for (const char* m : {"files.upload_url", "files.download_url"}) {
     EXPECT_TRUE(IsUnsupported(m)) << m;
     EXPECT_EQ(FindHandler(m), nullptr) << m;
   }

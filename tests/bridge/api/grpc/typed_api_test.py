@@ -858,6 +858,35 @@ class TypedApiTest(unittest.TestCase):
                                                         stdin_stream=True, detached=True), timeout=30))
         self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
 
+    def test_a_watch_streams_changes_until_cancelled(self):
+        fl, ex = self.pb["files"], self.pb["exec"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        run = lambda command: self.exec.Run(ex.RunCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                                 command=command), timeout=30)
+        directory = "/tmp/typed-watch-%d" % os.getpid()
+        run("mkdir -p " + directory)
+        call = self.files.Watch(fl.WatchRequest(config=config, sandbox_id=sandbox.id, path=directory,
+                                                recursive=True), timeout=60)
+        events = iter(call)
+        first = next(events)
+        self.assertEqual(first.WhichOneof("event"), "started")
+        self.assertTrue(first.started.watch_id)
+        self.assertIn(first.started.mode, ("inotify", "poll"))
+        run("touch %s/made" % directory)
+        seen = []
+        for event in events:
+            self.assertEqual(event.WhichOneof("event"), "changes")
+            seen += [(c.type, c.path) for c in event.changes.changes]
+            if ("create", directory + "/made") in seen:
+                break
+        self.assertIn(("create", directory + "/made"), seen)
+        call.cancel()
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.files.Watch(fl.WatchRequest(config=config, sandbox_id=sandbox.id, path="/no/such/dir"),
+                             timeout=30).next()
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+
     # -- terminals -------------------------------------------------------------------------
 
     def test_a_terminal_opened_attached_typed_into_and_ended(self):

@@ -1,0 +1,97 @@
+#include "bridge/core/watches.h"
+
+#include "bridge/core/endpoint_cache.h"
+#include "bridge/core/files.h"
+#include "bridge/core/random_hex.h"
+#include "bridge/core/sandbox_script.h"
+
+namespace abx::core {
+
+WatchRegistry::~WatchRegistry() { StopAll(); }
+
+void WatchRegistry::StopAll() {
+  std::map<std::string, std::shared_ptr<WatchHub>> hubs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hubs.swap(hubs_);
+  }
+  for (auto& [sandbox, hub] : hubs) hub->Stop();
+}
+
+std::shared_ptr<WatchHub> WatchRegistry::Hub(const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hubs_.find(sandbox_id);
+  return it == hubs_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<WatchHub> WatchRegistry::Keep(const std::string& sandbox_id, std::shared_ptr<WatchHub> hub) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = hubs_.emplace(sandbox_id, hub);
+  return it->second;
+}
+
+void WatchRegistry::NoteWatch(const std::string& watch_id, const std::string& sandbox_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sandbox_of_[watch_id] = sandbox_id;
+}
+
+std::shared_ptr<WatchHub> WatchRegistry::TakeWatch(const std::string& watch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandbox_of_.find(watch_id);
+  if (it == sandbox_of_.end()) return nullptr;
+  auto hub = hubs_.find(it->second);
+  sandbox_of_.erase(it);
+  return hub == hubs_.end() ? nullptr : hub->second;
+}
+
+void WatchRegistry::DropHub(const std::string& sandbox_id, const std::shared_ptr<WatchHub>& hub) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hubs_.find(sandbox_id);
+  if (it != hubs_.end() && it->second == hub) hubs_.erase(it);
+}
+
+Result<std::shared_ptr<WatchHub>> Watches::HubFor(const std::string& sandbox_id, CancelToken* cancel) {
+  WatchRegistry& registry = upstream_->watches();
+  if (auto hub = registry.Hub(sandbox_id)) return hub;
+  // The sandbox's tools decide the mode, once per hub.
+  ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
+  int code = 0;
+  ABX_ASSIGN_OR_RETURN(std::string probe, RunSandboxScript(execd, WatchModeProbe(), &code, cancel));
+  const WatchHub::Mode mode = probe.rfind("inotify", 0) == 0 ? WatchHub::Mode::kInotify : WatchHub::Mode::kPoll;
+  return registry.Keep(sandbox_id, std::make_shared<WatchHub>(core_, upstream_, *config_, sandbox_id, mode));
+}
+
+Result<WatchStarted> Watches::Watch(const std::string& sandbox_id, const std::string& path, bool recursive,
+                                    std::shared_ptr<WatchListener> listener, CancelToken* cancel) {
+  // A missing path is E8005; the watch then names the path as execd resolved it.
+  ABX_ASSIGN_OR_RETURN(FileEntry entry, Files(upstream_, config_).Stat(sandbox_id, path, cancel));
+  const std::string watched = entry.path.empty() ? path : entry.path;
+  const std::string watch_id = "w-" + RandomHex(24);
+  // A hub found stopping (its last watch just went) is replaced by a new one.
+  for (int attempt = 0;; ++attempt) {
+    ABX_ASSIGN_OR_RETURN(std::shared_ptr<WatchHub> hub, HubFor(sandbox_id, cancel));
+    Status added = hub->Add(watch_id, watched, recursive, listener, cancel);
+    if (added.ok()) {
+      upstream_->watches().NoteWatch(watch_id, sandbox_id);
+      return WatchStarted{watch_id, hub->mode_name()};
+    }
+    // Only a hub that is stopping (or ended) is replaced; any other failure is this
+    // watch's alone, and the sandbox's other watches go on.
+    if (!added.error().retryable || added.error().code != ErrorCode::kInvalidState || attempt > 0) {
+      return added.error();
+    }
+    upstream_->watches().DropHub(sandbox_id, hub);
+  }
+}
+
+bool Watches::Unwatch(const std::string& watch_id) {
+  std::shared_ptr<WatchHub> hub = upstream_->watches().TakeWatch(watch_id);
+  if (!hub) return false;
+  bool now_empty = false;
+  const bool removed = hub->Remove(watch_id, &now_empty);
+  // A hub without watches has stopped: the next watch of its sandbox makes another.
+  if (now_empty) upstream_->watches().DropHub(hub->sandbox_id(), hub);
+  return removed;
+}
+
+}  // namespace abx::core

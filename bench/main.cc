@@ -3,7 +3,7 @@
 // fake. Prints one table (scenario, ours, baseline, ratio, target, met?) and the details
 // behind it. Figures only: it exits 0 whatever they are (1 only when it cannot set up).
 //
-//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,stdin,pty,templates,pool] [--quick]
+//   tools/bench [--only cold,cli,warm,stream,files,transfer,concurrency,code,shell,stdin,watch,pty,templates,pool] [--quick]
 //   tools/bench --execd real [...]   the same against upstream's real execd in every sandbox
 //
 // tools/bench builds everything and passes the binaries; see docs/PERFORMANCE.md.
@@ -27,7 +27,7 @@ namespace {
 using namespace abx::bench;
 
 // The scenarios whose rows measure execd's side: what a run against the real execd is for.
-constexpr const char* kExecdFacing = "warm,stream,files,transfer,code,shell,stdin,pty";
+constexpr const char* kExecdFacing = "warm,stream,files,transfer,code,shell,stdin,watch,pty";
 
 int Usage(FILE* out) {
   std::fprintf(out,
@@ -35,7 +35,7 @@ int Usage(FILE* out) {
                "                             [--only LIST] [--quick] [--sessions N] [--ops N]\n"
                "                             [--concurrency-budget S] [--files-rounds N] [--sse-grace-ms MS]\n"
                "                             [--keep-work-dir] [--execd-binary PATH]\n"
-               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,stdin,pty,templates,pool (default: all)\n"
+               "  --only LIST      comma-separated: cold,cli,warm,stream,files,transfer,concurrency,code,shell,stdin,watch,pty,templates,pool (default: all)\n"
                "  --quick          small counts and sizes, for trying a change (figures are not comparable)\n"
                "  --sessions N, --ops N   the concurrency scenario's shape (default 64 sessions × 50)\n"
                "  --concurrency-budget S  no new concurrent operation after S seconds (default 120)\n"
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : only) {
     static const std::set<std::string> kKnown = {"cold", "cli", "warm", "stream", "files", "concurrency", "code",
-                                                  "shell", "stdin", "pty", "transfer", "templates", "pool"};
+                                                  "shell", "stdin", "watch", "pty", "transfer", "templates", "pool"};
     if (!kKnown.count(s)) {
       std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
       return Usage(stderr);
@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
   if (wanted("code")) Progress("code interpreter", run), RunCode(ctx);
   if (wanted("shell")) Progress("shell", run), RunShell(ctx);
   if (wanted("stdin")) Progress("interactive stdin", run), RunStdin(ctx);
+  if (wanted("watch")) Progress("watching files", run), RunWatch(ctx);
   if (wanted("pty")) Progress("terminals", run), RunPty(ctx);
   if (wanted("templates")) Progress("templates and snapshots", run), RunTemplates(ctx);
   const IdleRss idle_middle = IdleBridgeRss(ctx);

@@ -27,6 +27,7 @@ void RunConcurrency(BenchContext& ctx);  // 64 sessions × 50 exec.run vs 1 × 5
 void RunCode(BenchContext& ctx);         // code.run 1+1 vs direct POST /code; 16 contexts × 20 runs at once
 void RunShell(BenchContext& ctx);        // exec.run in a shell vs direct POST /session/{id}/run
 void RunStdin(BenchContext& ctx);        // a line to cat and back vs exec.run true; 1 MiB into sha256sum
+void RunWatch(BenchContext& ctx);        // a change's files.event latency; 64 idle watches' cost
 void RunPty(BenchContext& ctx);
 void RunTemplates(BenchContext& ctx);
 void RunPool(BenchContext& ctx);         // a pooled create vs the calls it makes and a cold one; RSS and idle CPU with 16    // create from a template vs from its image; snapshot of 100 MiB          // keystroke, cat 64 MiB vs a direct WebSocket; RSS with 32 terminals

@@ -1,21 +1,22 @@
 #include "bridge/core/process_stdin.h"
 
 #include "bridge/base/time_util.h"
+#include "bridge/core/shells.h"
 #include "bridge/core/stdin_pipe_script.h"
 
 namespace abx::core {
 
 Error ProcessStdin::NoPipe(const std::string& sandbox_id, const std::string& exec_id, CancelToken* cancel) {
-  auto execd = upstream_->Execd(sandbox_id, *config_, cancel);
-  if (!execd.ok()) return execd.error();
   // A shell's command has an id of the bridge's own (shells.h), which execd does not know.
-  if (exec_id.rfind("shell-", 0) == 0) {
+  if (IsShellExecId(exec_id)) {
     if (!upstream_->shells().Running(sandbox_id, exec_id)) {
       return MakeError(ErrorCode::kNotFound, "no command " + exec_id + " in sandbox " + sandbox_id);
     }
     return MakeError(ErrorCode::kInvalidState,
                      "command " + exec_id + " runs in a shell, which gives its commands no stdin");
   }
+  auto execd = upstream_->Execd(sandbox_id, *config_, cancel);
+  if (!execd.ok()) return execd.error();
   auto status = execd->GetStatus(exec_id, cancel);
   if (!status.ok()) {
     if (status.error().code == ErrorCode::kNotFound) {

@@ -61,11 +61,6 @@ std::shared_ptr<RunQueue> StdinPipes::Queue(const std::string& sandbox_id, const
   return pipe ? pipe->queue : nullptr;
 }
 
-bool StdinPipes::Known(const std::string& sandbox_id, const std::string& exec_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return FindLocked(sandbox_id, exec_id) != nullptr;
-}
-
 Result<StdinPipes::State> StdinPipes::AwaitHolder(const std::string& sandbox_id, const std::string& exec_id,
                                                   int64_t deadline_ms, CancelToken* cancel) {
   std::weak_ptr<Signal> signal = signal_;

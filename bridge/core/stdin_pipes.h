@@ -45,8 +45,6 @@ class StdinPipes {
 
   // The line of writes to the pipe of `exec_id` in `sandbox_id`; null when there is none.
   std::shared_ptr<RunQueue> Queue(const std::string& sandbox_id, const std::string& exec_id);
-  // Whether `exec_id` is a pipe of `sandbox_id` this bridge knows (running or ended).
-  bool Known(const std::string& sandbox_id, const std::string& exec_id);
   // Waits until the holder is named, the pipe failed, or the command ended, at most until
   // `deadline_ms` (NowMillis) and while `cancel` allows; then the state. E8005 for a pipe
   // it does not know, E8009 on cancel, E8002 when the wrapper never named its holder.

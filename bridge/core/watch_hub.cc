@@ -95,7 +95,6 @@ Status WatchHub::Add(const std::string& watch_id, const std::string& path, bool 
     if (!started.ok()) return started;
   }
   watches_[watch_id] = Watch{path, recursive, std::move(listener), {}};
-  add_pending_ = true;
   pending_watch_id_ = watch_id;
   pending_path_ = path;
   add_outcome_.clear();
@@ -108,7 +107,6 @@ Status WatchHub::Add(const std::string& watch_id, const std::string& path, bool 
       return !add_outcome_.empty() || !host_running_ || cancel->cancelled();
     });
   }
-  add_pending_ = false;
   pending_watch_id_.clear();
   const std::string outcome = add_outcome_;
   if (sent.ok() && outcome == "ready") return OkStatus();
@@ -234,7 +232,7 @@ void WatchHub::OnHostLines(const std::string& data) {
         // Only a failure that names the path being added is that add's: a recursive watch
         // already running says "Couldn't watch" of a new directory below it too.
         const bool ready = item.text.rfind("Watches established", 0) == 0;
-        if (add_pending_ && add_outcome_.empty() &&
+        if (!pending_watch_id_.empty() && add_outcome_.empty() &&
             (ready || item.text.find(pending_path_) != std::string::npos)) {
           add_outcome_ = ready ? "ready" : item.text;
           changed_.notify_all();

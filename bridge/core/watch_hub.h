@@ -59,7 +59,6 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;
 
-  Mode mode() const { return mode_; }
   const std::string& sandbox_id() const { return sandbox_id_; }
   const char* mode_name() const { return mode_ == Mode::kInotify ? "inotify" : "poll"; }
 
@@ -96,7 +95,7 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   void ScheduleLook();
   void LookNow();
 
-  // Tells the listeners of the watches named in `ended` that they ended, once.
+  // Tells the listener of every watch (but an add still in flight) that it ended, once.
   void EndAll(const std::string& reason);
 
   BridgeCore* const core_;
@@ -119,8 +118,7 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   std::string host_exec_id_;     // under mu_; empty until execd named it
   bool host_running_ = false;    // under mu_
   std::string host_end_reason_;  // under mu_
-  bool add_pending_ = false;     // under mu_
-  std::string pending_watch_id_;  // under mu_: the add in flight
+  std::string pending_watch_id_;  // under mu_: the add in flight; empty: none
   std::string pending_path_;      // under mu_
   std::string add_outcome_;      // under mu_: "ready", or what inotifywait said instead
   InotifyOutput parser_;         // the host thread's only

@@ -26,8 +26,7 @@ std::shared_ptr<WatchHub> WatchRegistry::Hub(const std::string& sandbox_id) {
 
 std::shared_ptr<WatchHub> WatchRegistry::Keep(const std::string& sandbox_id, std::shared_ptr<WatchHub> hub) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, fresh] = hubs_.emplace(sandbox_id, hub);
-  return it->second;
+  return hubs_.emplace(sandbox_id, std::move(hub)).first->second;
 }
 
 void WatchRegistry::NoteWatch(const std::string& watch_id, const std::string& sandbox_id) {

@@ -6,7 +6,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/daemon/cli_config.h"
+#include "bridge/daemon/terminal_redraw.h"
 #include "proto/terminal.grpc.pb.h"
 
 namespace abx::daemon {
@@ -24,6 +27,9 @@ namespace {
 namespace pb = abx::opensandbox::v1;
 
 constexpr char kDetachKey = 0x1d;  // ^], as telnet
+// How much of a reattached terminal's output is asked for: what the bridge keeps of a
+// terminal it holds for nobody (TerminalRegistry::kKeptBytes, core/terminals.h).
+constexpr uint64_t kReplayBytes = 1 << 20;
 
 int wake_pipe[2] = {-1, -1};  // SIGWINCH → the input loop
 
@@ -101,6 +107,23 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
   std::fprintf(stderr, "terminal %s of sandbox %s; ^] detaches, the terminal runs on\r\n", pty_id.c_str(),
                sandbox_id.c_str());
 
+  // Reattaching: the screen comes back from the terminal's recent output (terminal_redraw.h).
+  // Its end now is where the replay stops and the live output starts.
+  uint64_t replay_end = 0;
+  if (!opened_here) {
+    pb::ListTerminalsRequest list;
+    *list.mutable_config() = config;
+    list.set_sandbox_id(sandbox_id);
+    pb::ListTerminalsReply listed;
+    grpc::ClientContext list_context;
+    list_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (stub->List(&list_context, list, &listed).ok()) {
+      for (const pb::TerminalStatus& t : listed.terminals()) {
+        if (t.pty_id() == pty_id) replay_end = t.offset();
+      }
+    }
+  }
+
   grpc::ClientContext context;
   auto stream = stub->Attach(&context);
   pb::TerminalInput first;
@@ -108,6 +131,7 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
   first.mutable_attach()->set_sandbox_id(sandbox_id);
   first.mutable_attach()->set_pty_id(pty_id);
   if (opened_here) first.mutable_attach()->set_since(0);  // its first prompt too
+  if (replay_end > 0) first.mutable_attach()->set_since(replay_end > kReplayBytes ? replay_end - kReplayBytes : 0);
   if (!stream->Write(first)) {
     std::fprintf(stderr, "abx-opensandbox-bridge pty: no bridge answers at %s\n", socket.c_str());
     return 1;
@@ -116,6 +140,36 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
   int exit_code = 0;
   std::string ended;
   std::atomic<bool> done{false};
+  std::mutex write_mu;  // the input thread's keys and this thread's resizes
+  bool writes_done = false;  // under write_mu
+  auto send = [&](const pb::TerminalInput& input) {
+    std::lock_guard<std::mutex> lock(write_mu);
+    return !writes_done && stream->Write(input);
+  };
+  std::string replay;  // output before replay_end, shown at once when it is all there
+  bool replaying = replay_end > 0;
+  auto write_out = [](const std::string& data) {
+    size_t at = 0;
+    while (at < data.size()) {
+      const ssize_t n = ::write(STDOUT_FILENO, data.data() + at, data.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+  };
+  // The replay's redraw, then a resize round trip: the program draws itself again.
+  auto finish_replay = [&] {
+    replaying = false;
+    write_out(replay.substr(RedrawStart(replay)));
+    replay.clear();
+    uint32_t cols = 0, rows = 0;
+    if (!WindowSize(&cols, &rows)) return;
+    pb::TerminalInput resize;
+    resize.mutable_resize()->set_cols(cols);
+    resize.mutable_resize()->set_rows(rows > 1 ? rows - 1 : rows + 1);
+    send(resize);
+    resize.mutable_resize()->set_rows(rows);
+    send(resize);
+  };
   {
     RawMode raw;
     if (pipe(wake_pipe) != 0) return 1;
@@ -127,7 +181,7 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
         pb::TerminalInput resize;
         resize.mutable_resize()->set_cols(cols);
         resize.mutable_resize()->set_rows(rows);
-        stream->Write(resize);
+        send(resize);
       }
       char buffer[4096];
       while (!done.load()) {
@@ -141,7 +195,7 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
             pb::TerminalInput resize;
             resize.mutable_resize()->set_cols(cols);
             resize.mutable_resize()->set_rows(rows);
-            if (!stream->Write(resize)) break;
+            if (!send(resize)) break;
           }
         }
         if (!(fds[0].revents & (POLLIN | POLLHUP))) continue;
@@ -151,12 +205,14 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
         const size_t detach = keys.find(kDetachKey);
         pb::TerminalInput data;
         data.set_data(keys.substr(0, detach));
-        if (!data.data().empty() && !stream->Write(data)) break;
+        if (!data.data().empty() && !send(data)) break;
         if (detach != std::string::npos) {
           ended = "detached; the terminal runs on (" + pty_id + ")";
           break;
         }
       }
+      std::lock_guard<std::mutex> lock(write_mu);
+      writes_done = true;
       stream->WritesDone();
     });
     // Output to the calling terminal, as it comes.
@@ -164,18 +220,26 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
     while (stream->Read(&event)) {
       if (event.has_output()) {
         const std::string& data = event.output().data();
-        size_t at = 0;
-        while (at < data.size()) {
-          const ssize_t n = write(STDOUT_FILENO, data.data() + at, data.size() - at);
-          if (n <= 0) break;
-          at += static_cast<size_t>(n);
+        if (!replaying) {
+          write_out(data);
+          continue;
+        }
+        // The part before replay_end is the replay; the rest is live, after the redraw.
+        const uint64_t offset = event.output().offset();
+        const size_t before = offset >= replay_end ? 0 : static_cast<size_t>(std::min<uint64_t>(replay_end - offset, data.size()));
+        replay.append(data, 0, before);
+        if (offset + data.size() >= replay_end) {
+          finish_replay();
+          write_out(data.substr(before));
         }
       } else if (event.has_exit()) {
+        if (replaying) finish_replay();
         exit_code = event.exit().has_exit_code() ? event.exit().exit_code() : 128;
         ended = "the terminal's shell exited" +
                 (event.exit().has_exit_code() ? " with " + std::to_string(event.exit().exit_code()) : std::string());
         break;
       } else if (event.has_detached()) {
+        if (replaying) finish_replay();
         ended = "detached: " + event.detached().reason();
         break;
       }

@@ -43,14 +43,35 @@ class PtyTmuxTest : public TestEnv {
     pclose(pipe);
     return out;
   }
-  std::string Screen() { return Out(tmux_ + " capture-pane -p -t abx"); }
-  bool WaitScreen(const std::string& needle, int seconds = 15) {
+  std::string Screen(const std::string& session = "abx") { return Out(tmux_ + " capture-pane -p -t " + session); }
+  bool WaitScreen(const std::string& needle, int seconds = 15, const std::string& session = "abx") {
     for (int i = 0; i < seconds * 10; ++i) {
-      if (Screen().find(needle) != std::string::npos) return true;
+      if (Screen(session).find(needle) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ADD_FAILURE() << "no \"" << needle << "\" on the screen:\n" << Screen();
+    ADD_FAILURE() << "no \"" << needle << "\" on the screen:\n" << Screen(session);
     return false;
+  }
+  // A script that runs `abx-opensandbox-bridge pty SANDBOX [PTY_ID]` with the shim's
+  // configuration exported (never in argv), then records its exit code.
+  std::string AttachScript(const std::string& name, const std::string& pty_id = "") {
+    const std::string script = root_dir() + "/" + name + ".sh";
+    std::ofstream out(script);
+    out << "#!/bin/sh\n";
+    for (const std::string& entry : ShimEnv()) {
+      const size_t eq = entry.find('=');
+      std::string value = entry.substr(eq + 1);
+      std::string quoted = "'";
+      for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out << "export " << entry.substr(0, eq) << "=" << quoted << "'\n";
+    }
+    out << "export TERM=xterm-256color\n";
+    out << BridgeBinary() << " pty " << sandbox_ << (pty_id.empty() ? "" : " " + pty_id) << " --socket "
+        << socket_path() << "\n";
+    out << "echo $? > " << root_dir() << "/" << name << ".exit_code\n";
+    out.close();
+    chmod(script.c_str(), 0700);
+    return script;
   }
   void Keys(const std::string& keys) { Sh(tmux_ + " send-keys -t abx '" + keys + "' Enter"); }
 
@@ -63,22 +84,7 @@ TEST_F(PtyTmuxTest, AttachCommandInARealTerminal) {
   REQUIRE_FAKE("the shim's environment points at the fake");
   ASSERT_EQ(Sh("command -v tmux"), 0) << "tools/setup installs tmux";
   // The configuration goes through the environment, never argv: a script exports it.
-  const std::string script = root_dir() + "/attach.sh";
-  {
-    std::ofstream out(script);
-    out << "#!/bin/sh\n";
-    for (const std::string& entry : ShimEnv()) {
-      const size_t eq = entry.find('=');
-      std::string value = entry.substr(eq + 1);
-      std::string quoted = "'";
-      for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      out << "export " << entry.substr(0, eq) << "=" << quoted << "'\n";
-    }
-    out << "export TERM=xterm-256color\n";
-    out << BridgeBinary() << " pty " << sandbox_ << " --socket " << socket_path() << "\n";
-    out << "echo $? > " << root_dir() << "/exit_code\n";
-  }
-  ASSERT_EQ(chmod(script.c_str(), 0700), 0);
+  const std::string script = AttachScript("attach");
   ASSERT_EQ(Sh(tmux_ + " new-session -d -s abx -x 160 -y 40 " + script), 0);
   Sh(tmux_ + " set-option -t abx remain-on-exit on");
   ASSERT_TRUE(WaitScreen("^] detaches"));
@@ -100,9 +106,36 @@ TEST_F(PtyTmuxTest, AttachCommandInARealTerminal) {
   std::string code;
   for (int i = 0; i < 50 && code.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    code = Out("cat " + root_dir() + "/exit_code 2>/dev/null");
+    code = Out("cat " + root_dir() + "/attach.exit_code 2>/dev/null");
   }
   EXPECT_EQ(code, "3\n");
+}
+
+// Reattaching brings the screen back, as `tmux attach` does: a `top` that redraws only
+// every 30 s shows its header at once in a fresh terminal that attaches to it (the
+// replayed output since its last full-screen clear, then a resize round trip).
+TEST_F(PtyTmuxTest, AReattachedTopRedrawsAtOnce) {
+  REQUIRE_FAKE("the shim's environment points at the fake");
+  ASSERT_EQ(Sh("command -v tmux"), 0) << "tools/setup installs tmux";
+  ASSERT_EQ(Sh(tmux_ + " new-session -d -s abx -x 120 -y 35 " + AttachScript("first")), 0);
+  Sh(tmux_ + " set-option -t abx remain-on-exit on");
+  ASSERT_TRUE(WaitScreen("^] detaches"));
+  ASSERT_TRUE(WaitScreen("#\n") || WaitScreen("$\n"));
+  Keys("TERM=xterm top -d 30");  // a shell of an execd before 1.0.19 has no TERM of its own
+  ASSERT_TRUE(WaitScreen("load average"));
+  Sh(tmux_ + " send-keys -t abx C-]");
+  ASSERT_TRUE(WaitScreen("the terminal runs on ("));
+  const std::string screen = Screen();
+  const size_t open = screen.rfind("the terminal runs on (") + std::string("the terminal runs on (").size();
+  const std::string pty_id = screen.substr(open, screen.find(')', open) - open);
+  ASSERT_FALSE(pty_id.empty()) << screen;
+
+  ASSERT_EQ(Sh(tmux_ + " new-session -d -s again -x 120 -y 35 " + AttachScript("again", pty_id)), 0);
+  // Well before top's next refresh (30 s): the redraw, not top's own timer.
+  EXPECT_TRUE(WaitScreen("load average", 8, "again"));
+  EXPECT_TRUE(WaitScreen("PID", 8, "again"));
+  Sh(tmux_ + " send-keys -t again q");
+  Sh(tmux_ + " send-keys -t again 'exit' Enter");
 }
 
 }  // namespace

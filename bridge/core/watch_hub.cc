@@ -114,8 +114,7 @@ Status WatchHub::Add(const std::string& watch_id, const std::string& path, bool 
   const bool host_gone = !host_running_;
   lock.unlock();
   if (!sent.ok()) return sent.error().Within("start watching " + path);
-  CancelToken none;
-  if (!host_gone) WriteToHost(InotifyDelLine(watch_id), &none);
+  if (!host_gone) EndFailedAdd(watch_id);
   if (cancel->cancelled()) return MakeError(ErrorCode::kCancelled, "files.watch was cancelled");
   if (outcome.empty()) {
     return MakeError(host_gone ? ErrorCode::kUnreachable : ErrorCode::kTimeout,
@@ -123,6 +122,22 @@ Status WatchHub::Add(const std::string& watch_id, const std::string& path, bool 
                                : "inotifywait did not start watching " + path + " in time");
   }
   return MakeError(ErrorCode::kUpstream, "inotifywait could not watch " + path + ": " + outcome);
+}
+
+void WatchHub::EndFailedAdd(const std::string& watch_id) {
+  // The next add waits (add_mu_ is held) until this one's inotifywait is gone: a
+  // "Watches established." it wrote late would otherwise read as the next add's.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unwatching_id_ = watch_id;
+  }
+  CancelToken none;
+  Status sent = WriteToHost(InotifyDelLine(watch_id), &none);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (sent.ok()) {
+    changed_.wait_for(lock, kHostEndWait, [&] { return unwatching_id_.empty() || !host_running_; });
+  }
+  unwatching_id_.clear();
 }
 
 bool WatchHub::Remove(const std::string& watch_id, bool* now_empty) {
@@ -229,6 +244,13 @@ void WatchHub::OnHostLines(const std::string& data) {
       if (item.watch_id.empty()) {
         // inotifywait's own words: they belong to the add in flight (adds go one at a time).
         if (item.text.rfind("Setting up watches", 0) == 0) continue;
+        if (item.text.rfind(InotifyDelAnswer(""), 0) == 0) {
+          if (!unwatching_id_.empty() && item.text == InotifyDelAnswer(unwatching_id_)) {
+            unwatching_id_.clear();
+            changed_.notify_all();
+          }
+          continue;
+        }
         // Only a failure that names the path being added is that add's: a recursive watch
         // already running says "Couldn't watch" of a new directory below it too.
         const bool ready = item.text.rfind("Watches established", 0) == 0;

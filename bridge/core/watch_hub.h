@@ -84,6 +84,8 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   // inotify
   Status StartHostLocked(std::unique_lock<std::mutex>& lock, CancelToken* cancel);
+  // Deletes an add that failed or was cancelled, and waits until the host says it is gone.
+  void EndFailedAdd(const std::string& watch_id);
   void FollowHost();
   void OnHostStarted(const std::string& exec_id);
   void OnHostLines(const std::string& data);
@@ -121,6 +123,7 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   std::string pending_watch_id_;  // under mu_: the add in flight; empty: none
   std::string pending_path_;      // under mu_
   std::string add_outcome_;      // under mu_: "ready", or what inotifywait said instead
+  std::string unwatching_id_;    // under mu_: the failed add whose `del` is awaited; empty: none
   InotifyOutput parser_;         // the host thread's only
   std::string partial_line_;     // the host thread's only: output not ended by a newline yet
 };

@@ -68,7 +68,10 @@ std::string WatchModeProbe() {
 }
 
 std::string InotifyHostScript(int lease_s) {
-  return "trap 'kill $(jobs -p) 2>/dev/null' EXIT\n"
+  // SIGKILL, which runs no trap: an inotifywait killed by `del` between bash's fork and
+  // its exec is still a copy of the host, exit trap and job table included, and a signal
+  // it could catch would have it end every other watch of the host as it died.
+  return "trap 'kill -9 $(jobs -p) 2>/dev/null' EXIT\n"
          "declare -A w\n"
          "while IFS=' ' read -r -t " + std::to_string(lease_s) + " op id rec p64; do\n"
          "  case $op in\n"
@@ -80,8 +83,9 @@ std::string InotifyHostScript(int lease_s) {
          "    w[$id]=$!\n"
          "    ;;\n"
          "  del)\n"
-         "    [ -n \"${w[$id]}\" ] && kill \"${w[$id]}\" 2>/dev/null\n"
+         "    [ -n \"${w[$id]}\" ] && kill -9 \"${w[$id]}\" 2>/dev/null && wait \"${w[$id]}\" 2>/dev/null\n"
          "    unset \"w[$id]\"\n"
+         "    printf 'unwatched %s\\n' \"$id\"\n"
          "    ;;\n"
          "  esac\n"
          "done\n";
@@ -92,6 +96,8 @@ std::string InotifyAddLine(const std::string& watch_id, bool recursive, const st
 }
 
 std::string InotifyDelLine(const std::string& watch_id) { return "del " + watch_id + "\n"; }
+
+std::string InotifyDelAnswer(const std::string& watch_id) { return "unwatched " + watch_id; }
 
 std::vector<InotifyOutput::Item> InotifyOutput::Feed(const std::string& line) {
   std::vector<Item> items;

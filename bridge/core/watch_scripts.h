@@ -33,10 +33,12 @@ std::string WatchModeProbe();
 
 // The inotify host (bash). Control lines: "add ID r|n BASE64(path)", "del ID", "ping".
 // It exits when its stdin ends or no line came for `lease_s` seconds (its bridge is gone),
-// ending every inotifywait it started.
+// ending every inotifywait it started. It answers a `del` with InotifyDelAnswer(ID) once
+// that watch's inotifywait can write no more.
 std::string InotifyHostScript(int lease_s);
 std::string InotifyAddLine(const std::string& watch_id, bool recursive, const std::string& path);
 std::string InotifyDelLine(const std::string& watch_id);
+std::string InotifyDelAnswer(const std::string& watch_id);
 inline constexpr char kInotifyPingLine[] = "ping\n";
 
 // One line of the host's output, joined with what came before it when a record was cut.

@@ -3,6 +3,7 @@
 // names as the five types; the poll listing run by real shells (bash and dash) over a real
 // tree, one level or all of it, odd names included; and the comparison of two listings.
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -229,6 +230,84 @@ TEST(InotifyHostTest, ReportsAndEndsWithItsInotifywaitWhenItsLeaseRunsOut) {
   EXPECT_TRUE(feof(host_out)) << "an inotifywait of the host lives on";
   fclose(host_out);
   close(in[1]);
+  std::system(("rm -rf '" + std::string(dir) + "'").c_str());
+}
+
+// A watch added and deleted at once is killed between bash's fork and its exec now and
+// then: that copy of the host must die alone, not take the host's other watches with it.
+TEST(InotifyHostTest, AWatchDeletedAsItStartsLeavesTheOthersWatching) {
+  if (access("/usr/bin/inotifywait", X_OK) != 0) GTEST_SKIP() << "inotifywait is not installed";
+  char dir[] = "/tmp/abx-watch-host-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  int in[2], out[2];
+  ASSERT_EQ(pipe(in), 0);
+  ASSERT_EQ(pipe(out), 0);
+  const std::string script = InotifyHostScript(60);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  auto send = [&](const std::string& text) {
+    return write(in[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  };
+  // The host's next line, or "" once `timeout_ms` passed without one.
+  std::string buffered;
+  auto next_line = [&](int timeout_ms) {
+    for (;;) {
+      const size_t nl = buffered.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffered.substr(0, nl);
+        buffered.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, timeout_ms) <= 0) return std::string();
+      char chunk[4096];
+      const ssize_t n = read(out[0], chunk, sizeof chunk);
+      if (n <= 0) return std::string();
+      buffered.append(chunk, static_cast<size_t>(n));
+    }
+  };
+  ASSERT_TRUE(send(InotifyAddLine("w-a", false, dir)));
+  std::string said;
+  while (said.rfind("Watches established", 0) != 0) {
+    said = next_line(10000);
+    if (said.empty()) break;
+  }
+  ASSERT_EQ(said.rfind("Watches established", 0), 0u) << said;
+  std::string churn;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "w-b" + std::to_string(i);
+    churn += InotifyAddLine(id, false, "/tmp") + InotifyDelLine(id);
+  }
+  ASSERT_TRUE(send(churn));
+  InotifyOutput output;
+  // Each del is answered once its inotifywait is gone; the last answer, the last of them.
+  for (std::string line = next_line(10000); line != InotifyDelAnswer("w-b39"); line = next_line(10000)) {
+    ASSERT_FALSE(line.empty()) << "no answer to the last del";
+    for (const auto& item : output.Feed(line)) {
+      EXPECT_TRUE(item.watch_id.empty()) << "an event from " << item.watch_id;
+    }
+  }
+  std::ofstream(std::string(dir) + "/after") << "x";
+  bool seen = false;
+  for (std::string line = next_line(5000); !seen && !line.empty(); line = next_line(5000)) {
+    for (const auto& item : output.Feed(line)) {
+      seen = seen || (item.watch_id == "w-a" && item.event && item.event->path == std::string(dir) + "/after");
+    }
+  }
+  EXPECT_TRUE(seen) << "the watch added first stopped reporting";
+  close(in[1]);  // the end of its stdin ends the host and its inotifywaits
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out[0]);
   std::system(("rm -rf '" + std::string(dir) + "'").c_str());
 }
 

@@ -78,6 +78,13 @@ class BridgeCore {
         [this] { return KeepAlive(); }};
   }
 
+  // How long what the bridge keeps running in a sandbox (a command's stdin pipe, a watch
+  // host) outlives the bridge's pings: the bridge pings every third of it. The daemon sets
+  // it once, before any session (ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE).
+  static constexpr int kDefaultSandboxLeaseSeconds = 90;
+  void set_sandbox_lease_seconds(int seconds) { sandbox_lease_s_ = seconds; }
+  int sandbox_lease_seconds() const { return sandbox_lease_s_; }
+
   // Held while work owed to the server is under way with no session waiting for it: an
   // idle daemon does not exit before it is done (an orderly stop still does).
   std::shared_ptr<void> KeepAlive() {
@@ -110,6 +117,7 @@ class BridgeCore {
   std::atomic<int64_t> early_writes_dropped_{0};
   std::atomic<int64_t> streams_active_{0};
   std::atomic<int64_t> keep_alives_{0};
+  int sandbox_lease_s_ = kDefaultSandboxLeaseSeconds;
   // Before background_: its tasks use the pool, so it goes after them.
   std::unique_ptr<WarmPool> pool_;
   // Last: destroyed first, waiting for its tasks while everything they use still exists.

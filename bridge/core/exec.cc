@@ -65,6 +65,20 @@ struct CancelWatch {
   }
 };
 
+// Renews the lease of a stdin pipe's holder (stdin_pipe_script.h): a ping every third of
+// it while the pipe is open. Held by the core's timer, not by a thread; a ping that fails
+// is not retried, the next one comes in time.
+void KeepStdinLease(BridgeCore* core, EndpointCache* upstream, opensandbox::ExecdClient execd,
+                    const std::string& exec_id, int holder_pid) {
+  core->RunInBackgroundAt(
+      std::chrono::steady_clock::now() + std::chrono::seconds(core->sandbox_lease_seconds()) / 3,
+      [core, upstream, execd, exec_id, holder_pid]() mutable {
+        if (core->Runner().stopping() || !upstream->stdin_pipes().Open(exec_id)) return;
+        execd.WriteToPipe(StdinEofPath(holder_pid), kStdinPingLine, nullptr);
+        KeepStdinLease(core, upstream, execd, exec_id, holder_pid);
+      });
+}
+
 }  // namespace
 
 std::string CommandBody(const std::string& command, const std::string& cwd, bool background,
@@ -203,7 +217,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
   // stderr line names the pipe's holder and is not the command's output.
   StdinPipes& pipes = upstream_->stdin_pipes();
   bool pipe_announced = !spec.stdin_stream;
-  if (spec.stdin_stream) command = StdinPipeCommand(command, tag);
+  if (spec.stdin_stream) command = StdinPipeCommand(command, tag, core_->sandbox_lease_seconds());
   std::map<std::string, std::string> env = spec.env;
   env["ABX_EXEC_TAG"] = tag;
   const std::string body = CommandBody(command, spec.cwd, spec.detached, timeout_ms, uid, gid, env);
@@ -265,6 +279,7 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           pipe_announced = true;
           if (auto holder = StdinPipeHolder(e.text, tag)) {
             pipes.SetHolder(exec_id, *holder);
+            KeepStdinLease(core_, upstream_, *execd, exec_id, *holder);
           } else {
             // The wrapper could not make the pipe: what it said is the command's stderr.
             pipes.SetFailed(exec_id, e.text);

@@ -7,7 +7,7 @@ constexpr std::string_view kAnnouncement = "abx-stdin ";
 
 }  // namespace
 
-std::string StdinPipeCommand(const std::string& command, const std::string& tag) {
+std::string StdinPipeCommand(const std::string& command, const std::string& tag, int lease_s) {
   // Descriptors of the wrapper: 7 the data pipe's write end (read-write, so opening it
   // never blocks), 8 its read end for the command, 9 the end-of-file pipe's write end,
   // 5 a pipe the holder says "ready" on once its descriptors are in place (before that its
@@ -20,6 +20,12 @@ std::string StdinPipeCommand(const std::string& command, const std::string& tag)
   // (execd 1.0.18 and older chown an upload's target after writing it, and fail the
   // upload when it is gone), and the wrapper reaps it. The command runs in a subshell, so
   // that an `exit` or `exec` in it cannot skip the reaping.
+  // The lease: the holder's first stage reads one line at a time, each under coreutils'
+  // `timeout` (a `timeout` that cannot run `timeout N true`, an old busybox's, means no
+  // lease). An empty line is end of file, `p` the bridge's ping; no line for `lease_s`
+  // seconds means the bridge is gone, and is taken as end of file too. The second stage
+  // reads every line until the wrapper's end, so that a ping racing the end of file is
+  // harmless.
   // /tmp, not $TMPDIR: every image has /tmp, and the environment execd passes on may
   // name a directory of somewhere else.
   const std::string dir = "/tmp/.abx-stdin-" + tag;
@@ -27,8 +33,12 @@ std::string StdinPipeCommand(const std::string& command, const std::string& tag)
          "mkdir -m 700 -- \"$d\" && mkfifo -- \"$d/in\" \"$d/eof\" \"$d/ready\" && "
          "exec 7<>\"$d/in\" 8<\"$d/in\" 9<>\"$d/eof\" 5<>\"$d/ready\" || { rm -rf -- \"$d\"; exit " +
          std::to_string(kStdinPipeSetupFailed) + "; }\n"
-         "(exec 0<\"$d/eof\" 6>&7 7>&- 8<&- 9>&- >/dev/null 2>&1; echo >&5; exec 5>&-; "
-         "read -r _; exec 6>&-; read -r _) &\n"
+         "(exec 0<\"$d/eof\" 6>&7 7>&- 8<&- 9>&- >/dev/null 2>&1; echo >&5; exec 5>&-\n"
+         " if timeout 5 true; then\n"
+         "  while l=$(timeout " + std::to_string(lease_s) + " sh -c 'read -r l && echo \"$l\"') && "
+         "[ -n \"$l\" ]; do :; done\n"
+         " else read -r _; fi\n"
+         " exec 6>&-; while read -r _; do :; done) &\n"
          "h=$!\n"
          "read -r _ <&5\n"
          "exec 5>&- 7>&-\n"

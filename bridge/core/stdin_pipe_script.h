@@ -17,7 +17,8 @@
 // is started for it, and no bridge thread waits while the command is idle. End of file
 // is one more upload, of a newline, to the holder's second pipe: the holder closes its
 // end of the data pipe, which so loses its last writer, and the command reads the end of
-// file once it has read the rest. The holder goes with the command's process group
+// file once it has read the rest. Without a ping for its lease the holder does
+// the same by itself (a bridge that died). The holder goes with the command's process group
 // (execd's kill and timeout from 1.0.18 signal the whole group) or with the wrapper.
 //
 // What the wrapper changes for the command: it is the wrapper's child rather than
@@ -30,8 +31,12 @@
 
 namespace abx::core {
 
-// The shell string execd runs instead of `command`; `tag` (hex) names the pipe.
-std::string StdinPipeCommand(const std::string& command, const std::string& tag);
+// The shell string execd runs instead of `command`; `tag` (hex) names the pipe. The pipe
+// stays open `lease_s` seconds without a line from its bridge: the bridge pings every
+// third of it (kStdinPingLine to the end-of-file path), and a bridge that is gone leaves
+// the command at end of file within the lease, rather than waiting for input for ever.
+std::string StdinPipeCommand(const std::string& command, const std::string& tag, int lease_s);
+inline constexpr char kStdinPingLine[] = "p\n";
 
 // The holder's pid when `stderr_line` is the wrapper's announcement for `tag`.
 std::optional<int> StdinPipeHolder(std::string_view stderr_line, const std::string& tag);

@@ -48,6 +48,14 @@ void StdinPipes::SetEnded(const std::string& exec_id) {
   }
 }
 
+bool StdinPipes::Open(const std::string& exec_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pipes_.find(exec_id);
+  if (it == pipes_.end()) return false;
+  const State& state = it->second->state;
+  return state.holder_pid > 0 && !state.closed && !state.ended;
+}
+
 std::shared_ptr<StdinPipes::Pipe> StdinPipes::FindLocked(const std::string& sandbox_id,
                                                          const std::string& exec_id) {
   auto it = pipes_.find(exec_id);

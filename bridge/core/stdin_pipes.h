@@ -43,6 +43,10 @@ class StdinPipes {
   // The command's stream is over.
   void SetEnded(const std::string& exec_id);
 
+  // Whether the pipe of `exec_id` has its holder and is neither closed nor ended: what
+  // the lease's pings ask before each ping.
+  bool Open(const std::string& exec_id);
+
   // The line of writes to the pipe of `exec_id` in `sandbox_id`; null when there is none.
   std::shared_ptr<RunQueue> Queue(const std::string& sandbox_id, const std::string& exec_id);
   // Waits until the holder is named, the pipe failed, or the command ended, at most until

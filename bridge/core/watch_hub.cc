@@ -206,7 +206,7 @@ Status WatchHub::StartHostLocked(std::unique_lock<std::mutex>& lock, CancelToken
 void WatchHub::FollowHost() {
   ExecRequest request;
   request.sandbox_id = sandbox_id_;
-  request.command = InotifyHostScript(kLeaseSeconds);
+  request.command = InotifyHostScript(core_->sandbox_lease_seconds());
   request.stdin_stream = true;
   Result<ExecSpec> spec = ValidateExec(std::move(request));
   HostSink sink(this);
@@ -302,7 +302,7 @@ Status WatchHub::WriteToHost(const std::string& line, CancelToken* cancel) {
 
 void WatchHub::ScheduleLease() {
   std::weak_ptr<WatchHub> self = weak_from_this();
-  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + std::chrono::seconds(kLeaseSeconds / 3), [self] {
+  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + std::chrono::seconds(core_->sandbox_lease_seconds()) / 3, [self] {
     auto hub = self.lock();
     if (!hub || hub->core_->Runner().stopping()) return;
     {

@@ -49,8 +49,6 @@ class WatchListener {
 class WatchHub : public std::enable_shared_from_this<WatchHub> {
  public:
   enum class Mode { kInotify, kPoll };
-  // How long a host waits for a line before it takes its bridge for gone.
-  static constexpr int kLeaseSeconds = 90;
   // How long an add waits for its inotifywait.
   static constexpr int64_t kAddTimeoutMs = 30000;
 

@@ -142,6 +142,7 @@ int Serve(const ServeOptions& options) {
     log::Error("bridge.core", {{"error", core.error().message}});
     return 1;
   }
+  if (options.sandbox_lease_s > 0) (*core)->set_sandbox_lease_seconds(options.sandbox_lease_s);
   RequestPool request_pool;
   // The last session gone: the idle request threads end, and the free memory the
   // allocator keeps for reuse goes back to the system at once.

@@ -10,6 +10,9 @@ struct ServeOptions {
   std::string socket_path;
   // Exit after this long with no session open (0: never). Documented default: 10 min.
   std::chrono::seconds idle_timeout{600};
+  // How long stdin pipes and watch hosts outlive the bridge's pings
+  // (BridgeCore::set_sandbox_lease_seconds); 0: the core's default.
+  int sandbox_lease_s = 0;
   // How long SIGTERM waits for open sessions to finish before the bridge exits anyway.
   std::chrono::seconds drain_grace{30};
 };

@@ -9,6 +9,7 @@
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdio>
@@ -54,7 +55,9 @@ int Usage(FILE* out) {
                "  watch SANDBOX_ID PATH [--recursive]  changes under PATH as they happen, one line each "
                "(\"create /tmp/x\"); ^C stops\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
-               "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n",
+               "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n"
+               "Sandbox lease: a command's stdin pipe and a watch host end 90 s after the bridge's last\n"
+               "ping (ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE, 3-3600 s).\n",
                abx::ResolveSocketPath(abx::kBuildId).c_str());
   return out == stderr ? 2 : 0;
 }
@@ -94,6 +97,10 @@ int main(int argc, char** argv) {
   options.socket_path = abx::ResolveSocketPath(abx::kBuildId);
   if (const char* idle = std::getenv("ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT")) {
     options.idle_timeout = std::chrono::seconds(std::atol(idle));
+  }
+  if (const char* lease = std::getenv("ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE")) {
+    // Shorter than a few seconds would leave no room for a ping's round trip.
+    options.sandbox_lease_s = static_cast<int>(std::clamp(std::atol(lease), 3L, 3600L));
   }
   if (command == "template") {
     return abx::daemon::RunTemplateCommand(options.socket_path, std::vector<std::string>(argv + 2, argv + argc));

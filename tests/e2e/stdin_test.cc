@@ -6,7 +6,11 @@
 // directory in /tmp, no holder process) after the command ends, is killed, or its session
 // ends.
 
+#include <signal.h>
+
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,8 +31,12 @@ class StdinTest : public TestEnv {
  protected:
   void SetUp() override {
     TestEnv::SetUp();
-    ASSERT_TRUE(StartShimWithSandbox(&shim_, &sandbox_));
+    shim_ = StartInitializedShim(ShimOverrides());
+    ASSERT_NE(shim_, nullptr);
+    sandbox_ = CreateSandbox(shim_);
+    ASSERT_FALSE(sandbox_.empty());
   }
+  virtual std::map<std::string, std::optional<std::string>> ShimOverrides() const { return {}; }
 
   // exec.start with a stdin stream; its exec_id and the start's answer.
   std::string StartPiped(const std::string& command, MessagePtr* answer = nullptr, EppSession* shim = nullptr) {
@@ -275,6 +283,57 @@ TEST_F(StdinTest, AnotherSessionWritesToTheSameCommand) {
   ExecTrace trace = TraceExec(shim_, exec_id, nullptr);
   ASSERT_NE(trace.exit, nullptr);
   EXPECT_EQ(trace.stdout_data, "from elsewhere\n");
+}
+
+// The same with a 6 s lease (ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE): the bridge's pings
+// keep a pipe open past it, and a bridge that is gone leaves the command at end of file.
+class StdinLeaseTest : public StdinTest {
+ protected:
+  std::map<std::string, std::optional<std::string>> ShimOverrides() const override {
+    return {{"ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE", "6"}};
+  }
+};
+
+TEST_F(StdinLeaseTest, PingsKeepAPipeOpenPastItsLease) {
+  MessagePtr started;
+  const std::string exec_id = StartPiped("cat", &started);
+  ASSERT_FALSE(exec_id.empty());
+  std::this_thread::sleep_for(Millis(9000));
+  MessagePtr w = Write(exec_id, "after 9 s\n", true);
+  ASSERT_NE(w, nullptr);
+  ASSERT_FALSE(w->IsError()) << w->raw;
+  ExecTrace trace = TraceExec(shim_, exec_id, started);
+  ASSERT_NE(trace.exit, nullptr);
+  EXPECT_EQ(trace.stdout_data, "after 9 s\n");
+  EXPECT_EQ(GetInt(trace.exit->params(), "exit_code", -1), 0) << trace.exit->raw;
+  ExpectNothingLeft();
+}
+
+// The bridge is killed while its command waits for input: no ping comes, and within the
+// lease the command reads end of file after what it was given, ends by itself (not
+// killed: it writes its last file) and leaves nothing of its pipe.
+TEST_F(StdinLeaseTest, ABridgeKilledLeavesTheCommandAtEndOfFileWithinItsLease) {
+  const std::string exec_id = StartPiped("cat > /tmp/lease-in; echo done > /tmp/lease-done");
+  ASSERT_FALSE(exec_id.empty());
+  MessagePtr w = Write(exec_id, "given\n");
+  ASSERT_NE(w, nullptr);
+  ASSERT_FALSE(w->IsError()) << w->raw;
+  auto bridge = BridgePid();
+  ASSERT_TRUE(bridge.has_value());
+  ASSERT_EQ(::kill(*bridge, SIGKILL), 0);
+  const auto killed = Clock::now();
+  std::string done;
+  while (Clock::now() - killed < Millis(30000) && done != "done\n") {
+    std::this_thread::sleep_for(Millis(500));
+    // A new bridge serves this; a request in flight as the old one died is an error.
+    MessagePtr r = shim_->Request(
+        "exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "cat /tmp/lease-done 2>/dev/null; true").str(),
+        Millis(10000));
+    done = r && !r->IsError() ? GetString(r->result(), "stdout") : "";
+  }
+  EXPECT_EQ(done, "done\n") << "the command did not reach end of file";
+  EXPECT_EQ(Output("cat /tmp/lease-in"), "given\n");
+  ExpectNothingLeft();
 }
 
 }  // namespace

@@ -350,6 +350,40 @@ TEST_F(WatchTest, TheBridgeCliPrintsALinePerChangeUntilInterrupted) {
   }
 }
 
+// A bridge that is killed leaves its watch host in the sandbox for at most its lease (6 s
+// here, ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE): no ping comes, the host's stdin pipe closes
+// and the host ends with every inotifywait it started.
+class WatchLeaseTest : public WatchTest {
+ protected:
+  std::map<std::string, std::optional<std::string>> ShimOverrides() const override {
+    return {{"ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE", "6"}};
+  }
+};
+
+TEST_F(WatchLeaseTest, AKilledBridgesWatchHostEndsWithinItsLease) {
+  Run("mkdir -p /tmp/w10");
+  ASSERT_FALSE(Watch("/tmp/w10").empty());
+  ASSERT_FALSE(Watchers().empty());
+  auto bridge = BridgePid();
+  ASSERT_TRUE(bridge.has_value());
+  ASSERT_EQ(::kill(*bridge, SIGKILL), 0);
+  // A request in flight as the bridge died is answered with an error; the shim starts a
+  // new bridge for the next.
+  bool back = false;
+  for (const auto deadline = Clock::now() + Millis(10000); Clock::now() < deadline && !back;) {
+    MessagePtr r = shim_->Request("exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "true").str(),
+                                  Millis(10000));
+    back = r && !r->IsError();
+  }
+  ASSERT_TRUE(back) << "no bridge serves the session again";
+  std::string left = Watchers();
+  for (const auto deadline = Clock::now() + Millis(30000); Clock::now() < deadline && !left.empty();) {
+    std::this_thread::sleep_for(Millis(500));
+    left = Watchers();
+  }
+  EXPECT_EQ(left, "") << "the watch host outlived its lease";
+}
+
 // The same where the sandbox has no inotifywait: listings compared every 300 ms.
 class PollWatchTest : public WatchTest {
  protected:

@@ -4,7 +4,8 @@
 // makes them, end of file is a line to its other descriptor. Bytes arrive exactly and in
 // order, end of file ends the command's input, its exit code comes through, and nothing
 // stays: no directory in /tmp, no holder. A wrapper killed alone (execd before 1.0.18)
-// leaves its command at end of file rather than fed for ever.
+// leaves its command at end of file rather than fed for ever, and so does a lease that runs
+// out without the bridge's pings.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -61,11 +62,11 @@ bool Running(int pid) {
 // The wrapper of `command` under `shell`, its stdout and stderr pipes.
 class Wrapper {
  public:
-  Wrapper(const std::string& shell, const std::string& command) {
+  Wrapper(const std::string& shell, const std::string& command, int lease_s = 90) {
     int out[2], err[2];
     EXPECT_EQ(pipe(out), 0);
     EXPECT_EQ(pipe(err), 0);
-    const std::string script = StdinPipeCommand(command, tag_);
+    const std::string script = StdinPipeCommand(command, tag_, lease_s);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);
@@ -107,6 +108,7 @@ class Wrapper {
   }
   bool Write(const std::string& bytes) { return WriteTo(StdinDataPath(holder_), bytes); }
   bool Eof() { return WriteTo(StdinEofPath(holder_), "\n"); }
+  bool Ping() { return WriteTo(StdinEofPath(holder_), kStdinPingLine); }
 
   // The command's stdout, its exit code (-1: not a normal exit).
   std::string Finish(int* exit_code) {
@@ -208,6 +210,39 @@ TEST_P(StdinPipeScriptTest, AWrapperKilledAloneLeavesItsCommandAtEndOfFile) {
     if (!holder_gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(holder_gone);
+}
+
+// The bridge that started the command is gone: no ping comes, and once the lease has run
+// out the command reads end of file after what it was given.
+TEST_P(StdinPipeScriptTest, WithoutPingsTheLeaseEndsTheInput) {
+  Wrapper w(GetParam(), "cat; echo after-eof", 1);
+  ASSERT_GT(w.holder(), 0);
+  ASSERT_TRUE(w.Write("given\n"));
+  const auto start = std::chrono::steady_clock::now();
+  int code = -1;
+  EXPECT_EQ(w.Finish(&code), "given\nafter-eof\n");
+  EXPECT_EQ(code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(Running(w.holder()));
+}
+
+// Pings keep the pipe open past its lease, and one that comes after end of file is
+// harmless.
+TEST_P(StdinPipeScriptTest, PingsKeepThePipeOpenPastItsLease) {
+  Wrapper w(GetParam(), "cat", 1);
+  ASSERT_GT(w.holder(), 0);
+  ASSERT_TRUE(w.Write("first\n"));
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(w.Ping());
+  }
+  ASSERT_TRUE(w.Write("after 3 s\n")) << "the pipe closed with pings coming";
+  ASSERT_TRUE(w.Eof());
+  w.Ping();  // may find the holder gone already
+  int code = -1;
+  EXPECT_EQ(w.Finish(&code), "first\nafter 3 s\n");
+  EXPECT_EQ(code, 0);
+  EXPECT_FALSE(Running(w.holder()));
 }
 
 TEST(StdinPipeHolderTest, OnlyTheAnnouncementForItsTagNamesAHolder) {

@@ -1,7 +1,8 @@
 #pragma once
 // Exec: commands in a sandbox (proto/exec.proto) over core::Exec, the same class the
 // EPP/1 exec.* methods use. Start streams the command's events as the core reports
-// them; Run collects them into one reply. Shells over core::Shells, as EPP's shell.*;
+// them; Run collects them into one reply; Interact streams them too and feeds the
+// command's stdin from the call (exec_interact.h). Shells over core::Shells, as EPP's shell.*;
 // WriteStdin over core::ProcessStdin, as EPP's process.stdin.
 
 #include "bridge/api/grpc/typed_call.h"
@@ -19,6 +20,8 @@ class ExecService final : public abx::opensandbox::v1::Exec::CallbackService {
   grpc::ServerWriteReactor<abx::opensandbox::v1::ExecEvent>* Start(
       grpc::CallbackServerContext* context,
       const abx::opensandbox::v1::StartCommandRequest* request) override;
+  grpc::ServerBidiReactor<abx::opensandbox::v1::ExecInput, abx::opensandbox::v1::ExecEvent>* Interact(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* Logs(grpc::CallbackServerContext* context,
                     const abx::opensandbox::v1::ExecLogsRequest* request,
                     abx::opensandbox::v1::ExecLogsReply* reply) override;

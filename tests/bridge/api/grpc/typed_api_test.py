@@ -350,7 +350,7 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(described.name, "proto/exec.proto")
         service = {s.name: s for s in described.service}["Exec"]
         methods = {m.name: m for m in service.method}
-        self.assertEqual(set(methods), {"Run", "Start", "Logs", "CreateShell", "CloseShell", "WriteStdin"})
+        self.assertEqual(set(methods), {"Run", "Start", "Interact", "Logs", "CreateShell", "CloseShell", "WriteStdin"})
         self.assertTrue(methods["Start"].server_streaming)
         self.assertFalse(methods["Run"].server_streaming)
 
@@ -857,6 +857,62 @@ class TypedApiTest(unittest.TestCase):
             list(self.exec.Start(ex.StartCommandRequest(config=config, sandbox_id=sandbox.id, command="cat",
                                                         stdin_stream=True, detached=True), timeout=30))
         self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_interact_feeds_the_command_and_closing_the_call_ends_its_input(self):
+        ex = self.pb["exec"]
+        config = ENV.config()
+        sandbox = self.create_sandbox()
+        inputs = queue.Queue()
+        def requests():
+            while True:
+                item = inputs.get()
+                if item is None:
+                    return
+                yield item
+        inputs.put(ex.ExecInput(start=ex.StartCommandRequest(
+            config=config, sandbox_id=sandbox.id, command="cat; echo read-all >&2; exit 3")))
+        call = self.exec.Interact(requests(), timeout=60)
+        events = iter(call)
+        started = next(events)
+        self.assertEqual(started.WhichOneof("event"), "started")
+        inputs.put(ex.ExecInput(stdin=b"first\n"))
+        self.assertEqual(next(events).output.data, b"first\n")  # the echo while stdin is open
+        for part in (b"\x00\x01", b" binary", b"\n"):
+            inputs.put(ex.ExecInput(stdin=part))
+        inputs.put(None)  # the client's side closes: the command reads end of file
+        rest = list(events)
+        outputs = [e.output for e in rest if e.WhichOneof("event") == "output"]
+        self.assertEqual(b"".join(o.data for o in outputs if o.stream == ex.OUTPUT_STREAM_STDOUT),
+                         b"\x00\x01 binary\n")
+        self.assertEqual(b"".join(o.data for o in outputs if o.stream == ex.OUTPUT_STREAM_STDERR), b"read-all\n")
+        self.assertEqual(rest[-1].WhichOneof("event"), "exit")
+        self.assertEqual(rest[-1].exit.exit_code, 3)
+
+        # The call ends after exit even while the client's side stays open.
+        inputs = queue.Queue()
+        inputs.put(ex.ExecInput(start=ex.StartCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                             command="head -n 1")))
+        inputs.put(ex.ExecInput(stdin=b"only line\nnever read\n"))
+        kinds = [e.WhichOneof("event") for e in self.exec.Interact(requests(), timeout=60)]
+        self.assertEqual((kinds[0], kinds[-1]), ("started", "exit"))
+        inputs.put(None)
+
+        for first, code in ((ex.ExecInput(stdin=b"x"), grpc.StatusCode.INVALID_ARGUMENT),
+                            (ex.ExecInput(start=ex.StartCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                                       command="cat", stdin=b"x")),
+                             grpc.StatusCode.INVALID_ARGUMENT),
+                            (ex.ExecInput(start=ex.StartCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                                       command="cat", shell_id="sh-1")),
+                             grpc.StatusCode.UNIMPLEMENTED),
+                            (ex.ExecInput(start=ex.StartCommandRequest(config=config, sandbox_id=sandbox.id,
+                                                                       command="cat", detached=True)),
+                             grpc.StatusCode.INVALID_ARGUMENT)):
+            inputs = queue.Queue()
+            inputs.put(first)
+            with self.assertRaises(grpc.RpcError) as caught:
+                list(self.exec.Interact(requests(), timeout=30))
+            self.assertEqual(caught.exception.code(), code)
+            inputs.put(None)
 
     def test_a_watch_streams_changes_until_cancelled(self):
         fl, ex = self.pb["files"], self.pb["exec"]

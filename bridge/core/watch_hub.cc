@@ -1,5 +1,6 @@
 #include "bridge/core/watch_hub.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "bridge/base/log.h"
@@ -74,7 +75,9 @@ Status WatchHub::Add(const std::string& watch_id, const std::string& path, bool 
     if (stopping_ || ended_) return stopping();
     const bool was_empty = watches_.empty();
     watches_[watch_id] = Watch{path, recursive, std::move(listener), (*first)[0]};
-    if (was_empty) ScheduleLook();
+    if (was_empty) {
+      ScheduleLook(std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.watch_interval_ms));
+    }
     return OkStatus();
   }
 
@@ -327,16 +330,16 @@ Result<std::map<size_t, PollSnapshot>> WatchHub::Look(const std::vector<PollTarg
   return ParsePollListing(out);
 }
 
-void WatchHub::ScheduleLook() {
+void WatchHub::ScheduleLook(std::chrono::steady_clock::time_point at) {
   std::weak_ptr<WatchHub> self = weak_from_this();
-  core_->RunInBackgroundAt(std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.watch_interval_ms),
-                           [self] {
-                             auto hub = self.lock();
-                             if (hub && !hub->core_->Runner().stopping()) hub->LookNow();
-                           });
+  core_->RunInBackgroundAt(at, [self] {
+    auto hub = self.lock();
+    if (hub && !hub->core_->Runner().stopping()) hub->LookNow();
+  });
 }
 
 void WatchHub::LookNow() {
+  const auto started = std::chrono::steady_clock::now();
   std::vector<std::string> ids;
   std::vector<PollTarget> targets;
   std::map<std::pair<std::string, bool>, size_t> target_of;  // one look per path and depth
@@ -372,7 +375,9 @@ void WatchHub::LookNow() {
     Deliver(std::move(batches));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stopping_ && !ended_ && !watches_.empty()) ScheduleLook();
+  if (!stopping_ && !ended_ && !watches_.empty()) {
+    ScheduleLook(std::max(started + std::chrono::milliseconds(config_.watch_interval_ms), std::chrono::steady_clock::now()));
+  }
 }
 
 void WatchHub::EndAll(const std::string& reason) {

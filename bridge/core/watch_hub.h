@@ -92,7 +92,10 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   void ScheduleLease();
   // poll
   Result<std::map<size_t, PollSnapshot>> Look(const std::vector<PollTarget>& targets, CancelToken* cancel);
-  void ScheduleLook();
+  // The next look at `at`: looks start one interval apart (a look that took longer than
+  // the interval is followed at once), so a change waits at most one interval plus one
+  // look's own time.
+  void ScheduleLook(std::chrono::steady_clock::time_point at);
   void LookNow();
 
   // Tells the listener of every watch (but an add still in flight) that it ended, once.

@@ -138,5 +138,43 @@ TEST_F(PtyTmuxTest, AReattachedTopRedrawsAtOnce) {
   Sh(tmux_ + " send-keys -t again 'exit' Enter");
 }
 
+// The same for a full-screen editor, which draws once and then waits for keys: a `vi`
+// reattached in a fresh terminal shows its file at once, and takes keys again.
+TEST_F(PtyTmuxTest, AReattachedViShowsItsFileAndTakesKeys) {
+  REQUIRE_FAKE("the shim's environment points at the fake");
+  ASSERT_EQ(Sh("command -v tmux"), 0) << "tools/setup installs tmux";
+  ASSERT_EQ(Sh("command -v vi"), 0) << "tools/setup installs vim-tiny";
+  ASSERT_EQ(Sh(tmux_ + " new-session -d -s abx -x 120 -y 30 " + AttachScript("first")), 0);
+  Sh(tmux_ + " set-option -t abx remain-on-exit on");
+  ASSERT_TRUE(WaitScreen("^] detaches"));
+  ASSERT_TRUE(WaitScreen("#\n") || WaitScreen("$\n"));
+  Keys("printf \"vi-line-%s\\n\" one two three > /tmp/vi-redraw.txt && TERM=xterm vi /tmp/vi-redraw.txt");
+  ASSERT_TRUE(WaitScreen("vi-line-three"));
+  Sh(tmux_ + " send-keys -t abx C-]");
+  ASSERT_TRUE(WaitScreen("the terminal runs on ("));
+  const std::string screen = Screen();
+  const size_t open = screen.rfind("the terminal runs on (") + std::string("the terminal runs on (").size();
+  const std::string pty_id = screen.substr(open, screen.find(')', open) - open);
+  ASSERT_FALSE(pty_id.empty()) << screen;
+
+  ASSERT_EQ(Sh(tmux_ + " new-session -d -s again -x 120 -y 30 " + AttachScript("again", pty_id)), 0);
+  EXPECT_TRUE(WaitScreen("vi-line-one", 8, "again"));
+  EXPECT_TRUE(WaitScreen("vi-line-three", 8, "again"));
+  // Keys reach the reattached editor: it writes its file and quits.
+  Sh(tmux_ + " send-keys -t again Escape");
+  Sh(tmux_ + " send-keys -t again ':s/one/ONE/' Enter");
+  Sh(tmux_ + " send-keys -t again ':wq' Enter");
+  std::string saved;
+  for (int i = 0; i < 80 && saved.find("vi-line-ONE") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    MessagePtr r = shim_->Request(
+        "exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "cat /tmp/vi-redraw.txt").str(), Millis(30000));
+    if (r && !r->IsError()) saved = GetString(r->result(), "stdout");
+  }
+  EXPECT_EQ(saved, "vi-line-ONE\nvi-line-two\nvi-line-three\n");
+  EXPECT_TRUE(WaitScreen("written", 8, "again"));
+  Sh(tmux_ + " send-keys -t again 'exit' Enter");
+}
+
 }  // namespace
 }  // namespace abx::e2e

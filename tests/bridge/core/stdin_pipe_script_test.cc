@@ -53,8 +53,12 @@ bool Exists(const std::string& path) {
 
 // A process that is listed and not a zombie.
 bool Running(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  // read(2), not a stream: a process that ends between the open and the read is an error
+  // (ESRCH) that a stream throws.
+  const int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const std::string text = ReadAll(fd);
+  close(fd);
   const size_t paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <tuple>
 
+#include "bridge/core/fnv_hash.h"
+#include "bridge/core/random_hex.h"
+
 namespace abx::core {
 Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string pool_scope) {
   ABX_ASSIGN_OR_RETURN(auto http, opensandbox::HttpCaller::Create());
@@ -11,6 +14,8 @@ Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string pool_scope) {
 
 BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string pool_scope)
     : http_(std::move(http)),
+      owner_(FnvName("o", {pool_scope})),
+      instance_(RandomHex(16)),
       pool_(std::make_unique<WarmPool>(this, std::move(pool_scope))),
       background_(kMaxBackgroundThreads) {}
 

@@ -78,6 +78,12 @@ class BridgeCore {
         [this] { return KeepAlive(); }};
   }
 
+  // Who runs a watch host (watch_scripts.h): `owner` names this bridge's line (its build,
+  // socket and user, hashed: BridgeCore::Create's pool_scope), the same across restarts;
+  // `instance` this run of it. A bridge ends the hosts of its owner that are not its own.
+  const std::string& owner() const { return owner_; }
+  const std::string& instance() const { return instance_; }
+
   // How long what the bridge keeps running in a sandbox (a command's stdin pipe, a watch
   // host) outlives the bridge's pings: the bridge pings every third of it. The daemon sets
   // it once, before any session (ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE).
@@ -118,6 +124,8 @@ class BridgeCore {
   std::atomic<int64_t> streams_active_{0};
   std::atomic<int64_t> keep_alives_{0};
   int sandbox_lease_s_ = kDefaultSandboxLeaseSeconds;
+  const std::string owner_;
+  const std::string instance_;
   // Before background_: its tasks use the pool, so it goes after them.
   std::unique_ptr<WarmPool> pool_;
   // Last: destroyed first, waiting for its tasks while everything they use still exists.

@@ -1,5 +1,7 @@
 #include "bridge/core/warm_pool.h"
 
+#include "bridge/core/fnv_hash.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,19 +34,11 @@ std::string HostAndUser() {
   return std::string(host) + "/" + std::to_string(getuid());
 }
 
-uint64_t Fnv1a(uint64_t hash, const std::string& text) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  hash ^= 0xff;  // a separator no text holds, so ("ab","c") and ("a","bc") differ
-  return hash * 1099511628211ULL;
-}
 
 }  // namespace
 
 std::string PoolKey(const std::string& pool_scope, const ProviderConfig& config, const std::string& template_name) {
-  uint64_t hash = 14695981039346656037ULL;
+  uint64_t hash = kFnvOffset;
   for (const std::string& part :
        {HostAndUser(), pool_scope, config.lifecycle_url, config.api_key, ResolveImage(config, template_name), config.platform_os,
         config.platform_arch, config.network_policy_json, config.registry_username, config.pool_ref,

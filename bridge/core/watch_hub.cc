@@ -211,6 +211,7 @@ void WatchHub::FollowHost() {
   request.sandbox_id = sandbox_id_;
   request.command = InotifyHostScript(core_->sandbox_lease_seconds());
   request.stdin_stream = true;
+  request.env[kWatchHostVariable] = WatchHostMark(core_->owner(), core_->instance());
   Result<ExecSpec> spec = ValidateExec(std::move(request));
   HostSink sink(this);
   std::string why;

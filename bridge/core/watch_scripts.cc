@@ -59,11 +59,22 @@ bool Has(const std::string& names, const char* name) {
 
 }  // namespace
 
-std::string WatchModeProbe() {
+std::string WatchHostMark(const std::string& owner, const std::string& instance) { return owner + ":" + instance; }
+
+std::string WatchModeProbe(const std::string& owner, const std::string& instance) {
+  // One grep over every process's environment; only this sandbox's processes count (a
+  // sandbox may see others', as the fake's do).
+  const std::string ours = std::string(kWatchHostVariable) + "=" + owner + ":";
+  const std::string cleanup =
+      "for f in $(grep -l -a -F -e " + ShellQuote(ours) + " /proc/[0-9]*/environ 2>/dev/null); do\n"
+      "  p=${f#/proc/}; p=${p%/environ}\n"
+      "  [ /proc/$p/root -ef / ] || continue\n"
+      "  grep -q -a -F -e " + ShellQuote(ours + instance) + " \"$f\" 2>/dev/null || kill -9 \"$p\" 2>/dev/null\n"
+      "done\n";
   // bash for the host's read timeout and its table of watches.
   // A program found on PATH, as a regular executable file (bash's `command -v` names a
   // match it cannot run when there is no other).
-  return "p=$(command -v inotifywait) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
+  return cleanup + "p=$(command -v inotifywait) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
          "command -v bash >/dev/null 2>&1 && echo inotify || echo poll";
 }
 

@@ -28,8 +28,16 @@ struct WatchEvent {
   bool is_dir = false;
 };
 
-// The probe that picks the mode: prints "inotify" or "poll".
-std::string WatchModeProbe();
+// The environment variable every process of a watch host carries: WatchHostMark, the
+// owner and instance of the bridge that started it (BridgeCore::owner).
+inline constexpr char kWatchHostVariable[] = "ABX_WATCH_HOST";
+std::string WatchHostMark(const std::string& owner, const std::string& instance);
+
+// The probe that picks the mode: prints "inotify" or "poll". First it kills (SIGKILL) the
+// processes of watch hosts of `owner` that another instance started: a bridge that died
+// or was restarted left them, and they would otherwise run until their lease ends. A host
+// of another owner (another user's bridge, another build) is left alone.
+std::string WatchModeProbe(const std::string& owner, const std::string& instance);
 
 // The inotify host (bash). Control lines: "add ID r|n BASE64(path)", "del ID", "ping".
 // It exits when its stdin ends or no line came for `lease_s` seconds (its bridge is gone),

@@ -1,5 +1,6 @@
 #include "bridge/core/watches.h"
 
+#include "bridge/core/bridge_core.h"
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/core/files.h"
 #include "bridge/core/random_hex.h"
@@ -55,7 +56,7 @@ Result<std::shared_ptr<WatchHub>> Watches::HubFor(const std::string& sandbox_id,
   // The sandbox's tools decide the mode, once per hub.
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
-  ABX_ASSIGN_OR_RETURN(std::string probe, RunSandboxScript(execd, WatchModeProbe(), &code, cancel));
+  ABX_ASSIGN_OR_RETURN(std::string probe, RunSandboxScript(execd, WatchModeProbe(core_->owner(), core_->instance()), &code, cancel));
   const WatchHub::Mode mode = probe.rfind("inotify", 0) == 0 ? WatchHub::Mode::kInotify : WatchHub::Mode::kPoll;
   return registry.Keep(sandbox_id, std::make_shared<WatchHub>(core_, upstream_, *config_, sandbox_id, mode));
 }

@@ -122,6 +122,19 @@ class WatchTest : public TestEnv {
                   "tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -F \"$n\" && echo; done; true");
   }
 
+  // SIGKILL to the bridge; true once the session is served again (the shim starts a new
+  // bridge; a request in flight as the old one died is answered with an error).
+  bool KillBridgeForANewOne() {
+    auto bridge = BridgePid();
+    if (!bridge || ::kill(*bridge, SIGKILL) != 0) return false;
+    for (const auto deadline = Clock::now() + Millis(10000); Clock::now() < deadline;) {
+      MessagePtr r = shim_->Request("exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "true").str(),
+                                    Millis(10000));
+      if (r && !r->IsError()) return true;
+    }
+    return false;
+  }
+
   // Watchers(), asked again for up to 10 s until there are none: "" once they are gone.
   std::string WatchersOnceGone() {
     std::string left;
@@ -366,22 +379,28 @@ TEST_F(WatchLeaseTest, AKilledBridgesWatchHostEndsWithinItsLease) {
   ASSERT_FALSE(Watchers().empty());
   auto bridge = BridgePid();
   ASSERT_TRUE(bridge.has_value());
-  ASSERT_EQ(::kill(*bridge, SIGKILL), 0);
-  // A request in flight as the bridge died is answered with an error; the shim starts a
-  // new bridge for the next.
-  bool back = false;
-  for (const auto deadline = Clock::now() + Millis(10000); Clock::now() < deadline && !back;) {
-    MessagePtr r = shim_->Request("exec.run", JsonObject().Str("sandbox_id", sandbox_).Str("command", "true").str(),
-                                  Millis(10000));
-    back = r && !r->IsError();
-  }
-  ASSERT_TRUE(back) << "no bridge serves the session again";
+  ASSERT_TRUE(KillBridgeForANewOne());
   std::string left = Watchers();
   for (const auto deadline = Clock::now() + Millis(30000); Clock::now() < deadline && !left.empty();) {
     std::this_thread::sleep_for(Millis(500));
     left = Watchers();
   }
   EXPECT_EQ(left, "") << "the watch host outlived its lease";
+}
+
+// A bridge killed with a watch running leaves its host in the sandbox (for up to its lease,
+// 90 s here); the next bridge of the same user and build ends it when it first watches
+// there.
+TEST_F(WatchTest, ANewBridgeEndsItsPredecessorsWatchHost) {
+  Run("mkdir -p /tmp/w11/a /tmp/w11/b");
+  ASSERT_FALSE(Watch("/tmp/w11/a").empty());
+  ASSERT_NE(Watchers().find("/tmp/w11/a"), std::string::npos) << Watchers();
+  ASSERT_TRUE(KillBridgeForANewOne());
+  ASSERT_NE(Watchers().find("/tmp/w11/a"), std::string::npos) << "the host went with its bridge";
+  ASSERT_FALSE(Watch("/tmp/w11/b").empty());
+  const std::string left = Watchers();
+  EXPECT_EQ(left.find("/tmp/w11/a"), std::string::npos) << "the predecessor's host lives on: " << left;
+  EXPECT_NE(left.find("/tmp/w11/b"), std::string::npos) << left;
 }
 
 // The same where the sandbox has no inotifywait: listings compared every 300 ms.

@@ -311,6 +311,39 @@ TEST(InotifyHostTest, AWatchDeletedAsItStartsLeavesTheOthersWatching) {
   std::system(("rm -rf '" + std::string(dir) + "'").c_str());
 }
 
+// The probe of a bridge ends the watch hosts its predecessors left (its owner, another
+// instance), and leaves its own and another owner's alone.
+TEST(WatchModeProbeTest, EndsThePredecessorsHostsOnly) {
+  auto spawn = [](const std::string& mark) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string variable = std::string(kWatchHostVariable) + "=" + mark;
+      char* environment[] = {const_cast<char*>(variable.c_str()), nullptr};
+      execle("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr), environment);
+      _exit(127);
+    }
+    return pid;
+  };
+  const pid_t predecessor = spawn(WatchHostMark("o1", "old"));
+  const pid_t own = spawn(WatchHostMark("o1", "new"));
+  const pid_t other_owner = spawn(WatchHostMark("o2", "old"));
+  usleep(200000);  // each has exec'd: /proc shows its new environment
+  const std::string said = RunShell("/bin/sh", WatchModeProbe("o1", "new"));
+  EXPECT_TRUE(said == "inotify\n" || said == "poll\n") << said;
+  int status = 0;
+  pid_t ended = 0;
+  for (int i = 0; i < 200 && ended == 0; ++i) {
+    ended = waitpid(predecessor, &status, WNOHANG);
+    if (ended == 0) usleep(10000);
+  }
+  EXPECT_EQ(ended, predecessor) << "the predecessor's host lives on";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(waitpid(own, &status, WNOHANG), 0) << "the probe ended its own bridge's host";
+  EXPECT_EQ(waitpid(other_owner, &status, WNOHANG), 0) << "the probe ended another owner's host";
+  for (pid_t pid : {predecessor, own, other_owner}) kill(pid, SIGKILL);
+  for (pid_t pid : {own, other_owner}) waitpid(pid, &status, 0);
+}
+
 TEST(CoalesceEventsTest, ConsecutiveAlikeEventsAreOne) {
   std::vector<WatchEvent> events = {{"write", "/a", false}, {"write", "/a", false}, {"write", "/b", false},
                                     {"write", "/a", false}};

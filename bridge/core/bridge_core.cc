@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "bridge/core/fnv_hash.h"
 #include "bridge/core/random_hex.h"
 
@@ -15,7 +17,7 @@ Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string pool_scope) {
 BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string pool_scope)
     : http_(std::move(http)),
       owner_(FnvName("o", {pool_scope})),
-      instance_(RandomHex(16)),
+      instance_(std::to_string(getpid()) + "-" + RandomHex(8)),
       pool_(std::make_unique<WarmPool>(this, std::move(pool_scope))),
       background_(kMaxBackgroundThreads) {}
 

@@ -80,7 +80,8 @@ class BridgeCore {
 
   // Who runs a watch host (watch_scripts.h): `owner` names this bridge's line (its build,
   // socket and user, hashed: BridgeCore::Create's pool_scope), the same across restarts;
-  // `instance` this run of it. A bridge ends the hosts of its owner that are not its own.
+  // `instance` this run of it, "<pid>-<random>". A bridge ends the hosts of its owner
+  // whose bridge process is gone (a predecessor still draining keeps its own).
   const std::string& owner() const { return owner_; }
   const std::string& instance() const { return instance_; }
 

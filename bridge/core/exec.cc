@@ -66,17 +66,18 @@ struct CancelWatch {
 };
 
 // Renews the lease of a stdin pipe's holder (stdin_pipe_script.h): a ping every third of
-// it while the pipe is open. Held by the core's timer, not by a thread; a ping that fails
-// is not retried, the next one comes in time.
+// it while the pipe is open, at a fixed rate, each given a third of the lease at most (it
+// holds a background thread meanwhile). Held by the core's timer, not by a thread; a ping
+// that fails is not retried, the next one comes in time.
 void KeepStdinLease(BridgeCore* core, EndpointCache* upstream, opensandbox::ExecdClient execd,
-                    const std::string& exec_id, int holder_pid) {
-  core->RunInBackgroundAt(
-      std::chrono::steady_clock::now() + std::chrono::seconds(core->sandbox_lease_seconds()) / 3,
-      [core, upstream, execd, exec_id, holder_pid]() mutable {
-        if (core->Runner().stopping() || !upstream->stdin_pipes().Open(exec_id)) return;
-        execd.WriteToPipe(StdinEofPath(holder_pid), kStdinPingLine, nullptr);
-        KeepStdinLease(core, upstream, execd, exec_id, holder_pid);
-      });
+                    const std::string& exec_id, int holder_pid, std::chrono::steady_clock::time_point at) {
+  core->RunInBackgroundAt(at, [core, upstream, execd, exec_id, holder_pid, at]() mutable {
+    if (core->Runner().stopping() || !upstream->stdin_pipes().Open(exec_id)) return;
+    const auto period = std::chrono::seconds(core->sandbox_lease_seconds()) / 3;
+    execd.WriteToPipe(StdinEofPath(holder_pid), kStdinPingLine, nullptr,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(period).count());
+    KeepStdinLease(core, upstream, execd, exec_id, holder_pid, std::max(at + period, std::chrono::steady_clock::now()));
+  });
 }
 
 }  // namespace
@@ -279,7 +280,8 @@ Status Exec::Run(const ExecSpec& spec, CancelToken* cancel, ExecSink* sink) {
           pipe_announced = true;
           if (auto holder = StdinPipeHolder(e.text, tag)) {
             pipes.SetHolder(exec_id, *holder);
-            KeepStdinLease(core_, upstream_, *execd, exec_id, *holder);
+            KeepStdinLease(core_, upstream_, *execd, exec_id, *holder,
+                           std::chrono::steady_clock::now() + std::chrono::seconds(core_->sandbox_lease_seconds()) / 3);
           } else {
             // The wrapper could not make the pipe: what it said is the command's stderr.
             pipes.SetFailed(exec_id, e.text);

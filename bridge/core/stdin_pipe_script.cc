@@ -22,7 +22,7 @@ std::string StdinPipeCommand(const std::string& command, const std::string& tag,
   // that an `exit` or `exec` in it cannot skip the reaping.
   // The lease: the holder's first stage reads one line at a time, each under coreutils'
   // `timeout` (a `timeout` that cannot run `timeout N true`, an old busybox's, means no
-  // lease). An empty line is end of file, `p` the bridge's ping; no line for `lease_s`
+  // lease: the lines are read as they come, pings skipped). An empty line is end of file, `p` the bridge's ping; no line for `lease_s`
   // seconds means the bridge is gone, and is taken as end of file too. The second stage
   // reads every line until the wrapper's end, so that a ping racing the end of file is
   // harmless.
@@ -37,7 +37,7 @@ std::string StdinPipeCommand(const std::string& command, const std::string& tag,
          " if timeout 5 true; then\n"
          "  while l=$(timeout " + std::to_string(lease_s) + " sh -c 'read -r l && echo \"$l\"') && "
          "[ -n \"$l\" ]; do :; done\n"
-         " else read -r _; fi\n"
+         " else while read -r l && [ -n \"$l\" ]; do :; done; fi\n"
          " exec 6>&-; while read -r _; do :; done) &\n"
          "h=$!\n"
          "read -r _ <&5\n"

@@ -19,7 +19,9 @@
 // end of the data pipe, which so loses its last writer, and the command reads the end of
 // file once it has read the rest. Without a ping for its lease the holder does
 // the same by itself (a bridge that died). The holder goes with the command's process group
-// (execd's kill and timeout from 1.0.18 signal the whole group) or with the wrapper.
+// (execd's kill and timeout from 1.0.18 signal the whole group) or with the wrapper; the
+// `timeout` of its lease puts itself in a group of its own and ends a moment later, when
+// the end-of-file pipe loses its last writer.
 //
 // What the wrapper changes for the command: it is the wrapper's child rather than
 // execd's, so a signal sent to it alone (process.signal to its pid) is an exit code of

@@ -1,6 +1,11 @@
 #include "bridge/core/watch_scripts.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 
 #include "bridge/base/base64.h"
@@ -57,6 +62,20 @@ bool Has(const std::string& names, const char* name) {
   return false;
 }
 
+// Listed and not a zombie (a bridge killed and not yet reaped is gone too).
+bool ProcessRunning(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // no /proc: the signal's answer stands
+  char text[512];
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  const std::string stat(text, static_cast<size_t>(n));
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
 }  // namespace
 
 std::string WatchHostMark(const std::string& owner, const std::string& instance) { return owner + ":" + instance; }
@@ -64,18 +83,54 @@ std::string WatchHostMark(const std::string& owner, const std::string& instance)
 std::string WatchModeProbe(const std::string& owner, const std::string& instance) {
   // One grep over every process's environment; only this sandbox's processes count (a
   // sandbox may see others', as the fake's do).
+  // Owners and instances are hex, digits and '-': nothing a pattern or the shell reads
+  // otherwise.
   const std::string ours = std::string(kWatchHostVariable) + "=" + owner + ":";
   const std::string cleanup =
-      "for f in $(grep -l -a -F -e " + ShellQuote(ours) + " /proc/[0-9]*/environ 2>/dev/null); do\n"
+      "for f in $(grep -l -a -F -e '" + ours + "' /proc/[0-9]*/environ 2>/dev/null); do\n"
       "  p=${f#/proc/}; p=${p%/environ}\n"
       "  [ /proc/$p/root -ef / ] || continue\n"
-      "  grep -q -a -F -e " + ShellQuote(ours + instance) + " \"$f\" 2>/dev/null || kill -9 \"$p\" 2>/dev/null\n"
+      "  m=$(tr '\\000' '\\n' < \"$f\" 2>/dev/null | grep -a -m 1 -e '^" + ours + "') || continue\n"
+      "  [ \"${m#*:}\" = '" + instance + "' ] || echo \"left $p ${m#*:}\"\n"
       "done\n";
   // bash for the host's read timeout and its table of watches.
   // A program found on PATH, as a regular executable file (bash's `command -v` names a
   // match it cannot run when there is no other).
   return cleanup + "p=$(command -v inotifywait) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
          "command -v bash >/dev/null 2>&1 && echo inotify || echo poll";
+}
+
+WatchProbe ParseWatchProbe(const std::string& output) {
+  WatchProbe probe;
+  size_t at = 0;
+  std::string last;
+  while (at < output.size()) {
+    size_t nl = output.find('\n', at);
+    if (nl == std::string::npos) nl = output.size();
+    const std::string line = output.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty()) continue;
+    last = line;
+    if (line.rfind("left ", 0) == 0) {
+      const size_t space = line.find(' ', 5);
+      if (space == std::string::npos) continue;
+      const int pid = std::atoi(line.substr(5, space - 5).c_str());
+      if (pid > 0) probe.left[line.substr(space + 1)].push_back(pid);
+    }
+  }
+  probe.inotify = last == "inotify";
+  return probe;
+}
+
+std::vector<std::string> GoneInstances(const std::map<std::string, std::vector<int>>& left) {
+  std::vector<std::string> gone;
+  for (const auto& [instance, pids] : left) {
+    const size_t dash = instance.find('-');
+    if (dash == 0 || dash == std::string::npos) continue;
+    const long pid = std::strtol(instance.substr(0, dash).c_str(), nullptr, 10);
+    if (pid > 0 && !ProcessRunning(static_cast<pid_t>(pid))) gone.push_back(instance);
+  }
+  return gone;
 }
 
 std::string InotifyHostScript(int lease_s) {

@@ -33,11 +33,22 @@ struct WatchEvent {
 inline constexpr char kWatchHostVariable[] = "ABX_WATCH_HOST";
 std::string WatchHostMark(const std::string& owner, const std::string& instance);
 
-// The probe that picks the mode: prints "inotify" or "poll". First it kills (SIGKILL) the
-// processes of watch hosts of `owner` that another instance started: a bridge that died
-// or was restarted left them, and they would otherwise run until their lease ends. A host
-// of another owner (another user's bridge, another build) is left alone.
+// The probe that picks the mode: prints "inotify" or "poll" as its last line. Before it,
+// "left PID INSTANCE" for each process of a watch host of `owner` that another instance
+// started (a predecessor's: ended once its bridge is gone, WatchHostsLeft). Hosts of
+// another owner (another user's bridge, another build) are not listed.
 std::string WatchModeProbe(const std::string& owner, const std::string& instance);
+
+// What the probe said: the mode, and the processes of other instances by instance.
+struct WatchProbe {
+  bool inotify = false;
+  std::map<std::string, std::vector<int>> left;  // instance → the sandbox's pids
+};
+WatchProbe ParseWatchProbe(const std::string& output);
+
+// The instances of `left` whose bridge process (the pid an instance starts with) is not
+// running on this host; an instance of another form counts as running.
+std::vector<std::string> GoneInstances(const std::map<std::string, std::vector<int>>& left);
 
 // The inotify host (bash). Control lines: "add ID r|n BASE64(path)", "del ID", "ping".
 // It exits when its stdin ends or no line came for `lease_s` seconds (its bridge is gone),

@@ -1,5 +1,7 @@
 #include "bridge/core/watches.h"
 
+#include "bridge/base/log.h"
+
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/endpoint_cache.h"
 #include "bridge/core/files.h"
@@ -56,8 +58,20 @@ Result<std::shared_ptr<WatchHub>> Watches::HubFor(const std::string& sandbox_id,
   // The sandbox's tools decide the mode, once per hub.
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   int code = 0;
-  ABX_ASSIGN_OR_RETURN(std::string probe, RunSandboxScript(execd, WatchModeProbe(core_->owner(), core_->instance()), &code, cancel));
-  const WatchHub::Mode mode = probe.rfind("inotify", 0) == 0 ? WatchHub::Mode::kInotify : WatchHub::Mode::kPoll;
+  ABX_ASSIGN_OR_RETURN(std::string said,
+                       RunSandboxScript(execd, WatchModeProbe(core_->owner(), core_->instance()), &code, cancel));
+  const WatchProbe probe = ParseWatchProbe(said);
+  // A predecessor's hosts whose bridge is gone would run until their lease ends.
+  std::string kill;
+  for (const std::string& instance : GoneInstances(probe.left)) {
+    for (int pid : probe.left.at(instance)) kill += " " + std::to_string(pid);
+  }
+  if (!kill.empty()) {
+    int killed = 0;
+    auto done = RunSandboxScript(execd, "kill -9" + kill + " 2>/dev/null; true", &killed, cancel);
+    if (!done.ok()) log::Info("watch.predecessor_cleanup_failed", {{"sandbox_id", sandbox_id}, {"error", done.error().message}});
+  }
+  const WatchHub::Mode mode = probe.inotify ? WatchHub::Mode::kInotify : WatchHub::Mode::kPoll;
   return registry.Keep(sandbox_id, std::make_shared<WatchHub>(core_, upstream_, *config_, sandbox_id, mode));
 }
 

@@ -99,8 +99,11 @@ int main(int argc, char** argv) {
     options.idle_timeout = std::chrono::seconds(std::atol(idle));
   }
   if (const char* lease = std::getenv("ABX_OPENSANDBOX_BRIDGE_SANDBOX_LEASE")) {
-    // Shorter than a few seconds would leave no room for a ping's round trip.
-    options.sandbox_lease_s = static_cast<int>(std::clamp(std::atol(lease), 3L, 3600L));
+    // A number of seconds, 3 to 3600 (shorter leaves no room for a ping's round trip);
+    // anything else keeps the default.
+    char* end = nullptr;
+    const long seconds = std::strtol(lease, &end, 10);
+    if (end != lease && *end == '\0' && seconds >= 3 && seconds <= 3600) options.sandbox_lease_s = static_cast<int>(seconds);
   }
   if (command == "template") {
     return abx::daemon::RunTemplateCommand(options.socket_path, std::vector<std::string>(argv + 2, argv + argc));

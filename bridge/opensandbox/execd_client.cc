@@ -388,7 +388,8 @@ class FixedBodySource final : public BodySource {
 
 }  // namespace
 
-Status ExecdClient::WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel) {
+Status ExecdClient::WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel,
+                                int64_t timeout_ms) {
   opensandbox::UploadFile file;
   file.path = path;
   file.data = data;
@@ -396,7 +397,7 @@ Status ExecdClient::WriteToPipe(const std::string& path, std::string_view data, 
   HttpCall call = Call("POST", "/files/upload");
   call.headers.emplace_back("Content-Type", body.content_type);
   call.body_source = std::make_shared<FixedBodySource>(std::move(body.body));
-  call.timeout_ms = 0;
+  call.timeout_ms = timeout_ms;
   call.idle_timeout_ms = 0;
   auto answer = http_->Send(call, cancel, "write to the command's stdin");
   if (!answer.ok()) return answer.error();

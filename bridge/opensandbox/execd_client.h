@@ -125,7 +125,8 @@ class ExecdClient {
   // The answer comes once execd has written every byte, however long the reader takes to
   // make room, so there is no deadline; the request is never sent twice (a second send
   // would write the bytes twice).
-  Status WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel);
+  Status WriteToPipe(const std::string& path, std::string_view data, const CancelToken* cancel,
+                     int64_t timeout_ms = 0);
   Result<std::vector<FileInfo>> ListDirectory(const std::string& path, int depth,
                                               const CancelToken* cancel);
   Status MakeDirectory(const std::string& path, int mode, const CancelToken* cancel);

@@ -311,37 +311,42 @@ TEST(InotifyHostTest, AWatchDeletedAsItStartsLeavesTheOthersWatching) {
   std::system(("rm -rf '" + std::string(dir) + "'").c_str());
 }
 
-// The probe of a bridge ends the watch hosts its predecessors left (its owner, another
-// instance), and leaves its own and another owner's alone.
-TEST(WatchModeProbeTest, EndsThePredecessorsHostsOnly) {
+// The probe of a bridge lists the processes of watch hosts its predecessors left (its
+// owner, another instance), not its own nor another owner's.
+TEST(WatchModeProbeTest, ListsThePredecessorsHostsOnly) {
   auto spawn = [](const std::string& mark) {
     const pid_t pid = fork();
     if (pid == 0) {
       const std::string variable = std::string(kWatchHostVariable) + "=" + mark;
-      char* environment[] = {const_cast<char*>(variable.c_str()), nullptr};
+      char* environment[] = {const_cast<char*>("A=1"), const_cast<char*>(variable.c_str()), nullptr};
       execle("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr), environment);
       _exit(127);
     }
     return pid;
   };
-  const pid_t predecessor = spawn(WatchHostMark("o1", "old"));
-  const pid_t own = spawn(WatchHostMark("o1", "new"));
-  const pid_t other_owner = spawn(WatchHostMark("o2", "old"));
+  const pid_t predecessor = spawn(WatchHostMark("o1", "7-old"));
+  const pid_t own = spawn(WatchHostMark("o1", "8-new"));
+  const pid_t other_owner = spawn(WatchHostMark("o2", "7-old"));
   usleep(200000);  // each has exec'd: /proc shows its new environment
-  const std::string said = RunShell("/bin/sh", WatchModeProbe("o1", "new"));
-  EXPECT_TRUE(said == "inotify\n" || said == "poll\n") << said;
+  const std::string said = RunShell("/bin/sh", WatchModeProbe("o1", "8-new"));
+  const WatchProbe probe = ParseWatchProbe(said);
+  ASSERT_EQ(probe.left.size(), 1u) << said;
+  ASSERT_EQ(probe.left.count("7-old"), 1u) << said;
+  EXPECT_EQ(probe.left.at("7-old"), std::vector<int>{predecessor}) << said;
+  EXPECT_EQ(probe.inotify, access("/usr/bin/inotifywait", X_OK) == 0) << said;
   int status = 0;
-  pid_t ended = 0;
-  for (int i = 0; i < 200 && ended == 0; ++i) {
-    ended = waitpid(predecessor, &status, WNOHANG);
-    if (ended == 0) usleep(10000);
-  }
-  EXPECT_EQ(ended, predecessor) << "the predecessor's host lives on";
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  EXPECT_EQ(waitpid(own, &status, WNOHANG), 0) << "the probe ended its own bridge's host";
-  EXPECT_EQ(waitpid(other_owner, &status, WNOHANG), 0) << "the probe ended another owner's host";
-  for (pid_t pid : {predecessor, own, other_owner}) kill(pid, SIGKILL);
-  for (pid_t pid : {own, other_owner}) waitpid(pid, &status, 0);
+  for (pid_t pid : {predecessor, own, other_owner}) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+}
+
+// An instance is gone when its bridge's pid (its first part) is not running here.
+TEST(WatchModeProbeTest, AnInstanceIsGoneWithItsBridgeProcess) {
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  waitpid(ended, nullptr, 0);
+  const std::string running = std::to_string(getpid()) + "-a1";
+  const std::string gone = std::to_string(ended) + "-b2";
+  EXPECT_EQ(GoneInstances({{running, {10}}, {gone, {11, 12}}, {"no-pid", {13}}, {"x", {14}}}),
+            std::vector<std::string>{gone});
 }
 
 TEST(CoalesceEventsTest, ConsecutiveAlikeEventsAreOne) {

@@ -12,7 +12,7 @@
 #include "bridge/base/json.h"
 #include "bridge/base/log.h"
 #include "bridge/base/time_util.h"
-#include "bridge/core/sandboxes.h"
+#include "bridge/core/interpreter_paths.h"
 #include "common/limits.h"
 
 namespace abx::core {

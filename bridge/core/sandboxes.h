@@ -16,16 +16,11 @@
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
+#include "bridge/core/interpreter_paths.h"
 #include "bridge/core/volumes.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
 namespace abx::core {
-
-// Upstream's code-interpreter image starts Jupyter from this script; a sandbox made from
-// it must run it as its entrypoint (docs/opensandbox.md §2.13).
-inline constexpr const char* kCodeInterpreterScript = "/opt/code-interpreter/code-interpreter.sh";
-// Where images before code-interpreter v1.1.0 (v1.0.2 and older) keep it.
-inline constexpr const char* kOldCodeInterpreterScript = "/opt/opensandbox/code-interpreter.sh";
 
 // True when the image's repository name ends in "code-interpreter", whatever its
 // registry, tag or digest.

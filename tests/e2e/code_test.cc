@@ -92,8 +92,14 @@ TEST_F(CodeTest, TheDefaultContextKeepsStateAndStreamsInOrder) {
   EXPECT_EQ(seen, (std::vector<std::string>{"stdout:out one\n", "stderr:err two\n", "stdout:out three\n",
                                             "result:42"}));
 
-  r = Run("x");
-  ASSERT_NE(r, nullptr);
+  // A run sent as the last one ends can meet that run's late "idle" status on the real
+  // execd, which then ends it with its result lost (docs/opensandbox.md §2.18, seen once
+  // on 1.0.13). Reading x changes nothing, so it is asked again when its answer holds none.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = Run("x");
+    ASSERT_NE(r, nullptr);
+    if (r->IsError() || !Value(r).empty()) break;
+  }
   EXPECT_EQ(Value(r), "41") << r->raw;
 }
 

@@ -73,6 +73,15 @@ class PtyTmuxTest : public TestEnv {
     chmod(script.c_str(), 0700);
     return script;
   }
+  // ^] in the first session: the CLI detaches and names the terminal that runs on; its id
+  // ("" when it did not say).
+  std::string DetachForPtyId() {
+    Sh(tmux_ + " send-keys -t abx C-]");
+    if (!WaitScreen("the terminal runs on (")) return "";
+    const std::string screen = Screen();
+    const size_t open = screen.rfind("the terminal runs on (") + std::string("the terminal runs on (").size();
+    return screen.substr(open, screen.find(')', open) - open);
+  }
   void Keys(const std::string& keys) { Sh(tmux_ + " send-keys -t abx '" + keys + "' Enter"); }
 
   EppSession* shim_ = nullptr;
@@ -123,12 +132,8 @@ TEST_F(PtyTmuxTest, AReattachedTopRedrawsAtOnce) {
   ASSERT_TRUE(WaitScreen("#\n") || WaitScreen("$\n"));
   Keys("TERM=xterm top -d 30");  // a shell of an execd before 1.0.19 has no TERM of its own
   ASSERT_TRUE(WaitScreen("load average"));
-  Sh(tmux_ + " send-keys -t abx C-]");
-  ASSERT_TRUE(WaitScreen("the terminal runs on ("));
-  const std::string screen = Screen();
-  const size_t open = screen.rfind("the terminal runs on (") + std::string("the terminal runs on (").size();
-  const std::string pty_id = screen.substr(open, screen.find(')', open) - open);
-  ASSERT_FALSE(pty_id.empty()) << screen;
+  const std::string pty_id = DetachForPtyId();
+  ASSERT_FALSE(pty_id.empty()) << Screen();
 
   ASSERT_EQ(Sh(tmux_ + " new-session -d -s again -x 120 -y 35 " + AttachScript("again", pty_id)), 0);
   // Well before top's next refresh (30 s): the redraw, not top's own timer.
@@ -150,12 +155,8 @@ TEST_F(PtyTmuxTest, AReattachedViShowsItsFileAndTakesKeys) {
   ASSERT_TRUE(WaitScreen("#\n") || WaitScreen("$\n"));
   Keys("printf \"vi-line-%s\\n\" one two three > /tmp/vi-redraw.txt && TERM=xterm vi /tmp/vi-redraw.txt");
   ASSERT_TRUE(WaitScreen("vi-line-three"));
-  Sh(tmux_ + " send-keys -t abx C-]");
-  ASSERT_TRUE(WaitScreen("the terminal runs on ("));
-  const std::string screen = Screen();
-  const size_t open = screen.rfind("the terminal runs on (") + std::string("the terminal runs on (").size();
-  const std::string pty_id = screen.substr(open, screen.find(')', open) - open);
-  ASSERT_FALSE(pty_id.empty()) << screen;
+  const std::string pty_id = DetachForPtyId();
+  ASSERT_FALSE(pty_id.empty()) << Screen();
 
   ASSERT_EQ(Sh(tmux_ + " new-session -d -s again -x 120 -y 30 " + AttachScript("again", pty_id)), 0);
   EXPECT_TRUE(WaitScreen("vi-line-one", 8, "again"));

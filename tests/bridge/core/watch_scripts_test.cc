@@ -165,16 +165,11 @@ INSTANTIATE_TEST_SUITE_P(Shells, PollListingTest, ::testing::Values("/bin/bash",
                            return std::string(info.param).substr(5);
                          });
 
-// The watch host, run by bash with a lease of one second: it reports a change under an added
-// path, and ends by itself, with its inotifywait, once no line came for the lease.
-TEST(InotifyHostTest, ReportsAndEndsWithItsInotifywaitWhenItsLeaseRunsOut) {
-  if (access("/usr/bin/inotifywait", X_OK) != 0) GTEST_SKIP() << "inotifywait is not installed";
-  char dir[] = "/tmp/abx-watch-host-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  int in[2], out[2];
-  ASSERT_EQ(pipe(in), 0);
-  ASSERT_EQ(pipe(out), 0);
-  const std::string script = InotifyHostScript(1);
+// The watch host under bash with a lease of `lease_s`: its pid; in[1] writes its stdin,
+// out[0] reads its stdout (the other ends are closed here).
+pid_t StartHost(int lease_s, int in[2], int out[2]) {
+  if (pipe(in) != 0 || pipe(out) != 0) return -1;
+  const std::string script = InotifyHostScript(lease_s);
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(in[0], 0);
@@ -186,6 +181,18 @@ TEST(InotifyHostTest, ReportsAndEndsWithItsInotifywaitWhenItsLeaseRunsOut) {
   }
   close(in[0]);
   close(out[1]);
+  return pid;
+}
+
+// The watch host, run by bash with a lease of one second: it reports a change under an added
+// path, and ends by itself, with its inotifywait, once no line came for the lease.
+TEST(InotifyHostTest, ReportsAndEndsWithItsInotifywaitWhenItsLeaseRunsOut) {
+  if (access("/usr/bin/inotifywait", X_OK) != 0) GTEST_SKIP() << "inotifywait is not installed";
+  char dir[] = "/tmp/abx-watch-host-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  int in[2], out[2];
+  const pid_t pid = StartHost(1, in, out);
+  ASSERT_GT(pid, 0);
   const std::string add = InotifyAddLine("w-ab", false, dir);
   ASSERT_EQ(write(in[1], add.data(), add.size()), static_cast<ssize_t>(add.size()));
   FILE* host_out = fdopen(out[0], "r");
@@ -240,20 +247,8 @@ TEST(InotifyHostTest, AWatchDeletedAsItStartsLeavesTheOthersWatching) {
   char dir[] = "/tmp/abx-watch-host-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   int in[2], out[2];
-  ASSERT_EQ(pipe(in), 0);
-  ASSERT_EQ(pipe(out), 0);
-  const std::string script = InotifyHostScript(60);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
+  const pid_t pid = StartHost(60, in, out);
+  ASSERT_GT(pid, 0);
   auto send = [&](const std::string& text) {
     return write(in[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
   };

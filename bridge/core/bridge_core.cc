@@ -16,22 +16,23 @@ Result<std::unique_ptr<BridgeCore>> BridgeCore::Create(std::string pool_scope) {
 
 BridgeCore::BridgeCore(std::unique_ptr<opensandbox::HttpCaller> http, std::string pool_scope)
     : http_(std::move(http)),
-      owner_(FnvName("o", {pool_scope})),
+      pool_scope_(std::move(pool_scope)),
+      owner_(FnvName("o", {pool_scope_})),
       instance_(std::to_string(getpid()) + "-" + RandomHex(8)),
-      pool_(std::make_unique<WarmPool>(this, std::move(pool_scope))),
       background_(kMaxBackgroundThreads) {}
 
-// The pool first, while the background tasks still run: its timers stop re-arming and
-// its sandboxes are killed (the daemon has done so already at its orderly stop).
+// The pool first (the core's parts), while the background tasks still run: its timers stop
+// re-arming and its sandboxes are killed (the daemon has done so already at its orderly stop).
 BridgeCore::~BridgeCore() {
-  pool_->Shutdown();
-  // Watches end while the background tasks their hosts' cancels post to still exist.
+  parts_.StopAll();
+  // Watches (parts of each EndpointCache) end while the background tasks their hosts'
+  // cancels post to still exist.
   std::map<std::string, std::shared_ptr<EndpointCache>> upstreams;
   {
     std::lock_guard<std::mutex> lock(mu_);
     upstreams = upstreams_;
   }
-  for (auto& [scope, upstream] : upstreams) upstream->watches().StopAll();
+  for (auto& [scope, upstream] : upstreams) upstream->parts().StopAll();
 }
 
 void BridgeCore::RunInBackground(std::function<void()> task) { background_.Run(std::move(task)); }

@@ -16,7 +16,7 @@
 #include "bridge/core/background_tasks.h"
 #include "bridge/core/config.h"
 #include "bridge/core/endpoint_cache.h"
-#include "bridge/core/warm_pool.h"
+#include "bridge/core/parts.h"
 #include "bridge/opensandbox/http_caller.h"
 
 namespace abx::core {
@@ -30,8 +30,11 @@ class BridgeCore {
 
   // The state for the config's server and credential; created on first use, shared after.
   std::shared_ptr<EndpointCache> EndpointCacheFor(const ProviderConfig& config);
-  // The daemon's warm pool (warm_pool.h).
-  WarmPool& pool() { return *pool_; }
+  // What capabilities above the core's root keep once per daemon: the warm pool
+  // (WarmPoolOf, warm_pool.h). Stopped first when the core goes.
+  Parts& parts() { return parts_; }
+  // The warm pool's key scope (Create's `pool_scope`).
+  const std::string& pool_scope() const { return pool_scope_; }
   opensandbox::HttpCaller& http() { return *http_; }
 
   struct Counters {
@@ -125,10 +128,11 @@ class BridgeCore {
   std::atomic<int64_t> streams_active_{0};
   std::atomic<int64_t> keep_alives_{0};
   int sandbox_lease_s_ = kDefaultSandboxLeaseSeconds;
+  const std::string pool_scope_;
   const std::string owner_;
   const std::string instance_;
   // Before background_: its tasks use the pool, so it goes after them.
-  std::unique_ptr<WarmPool> pool_;
+  Parts parts_;
   // Last: destroyed first, waiting for its tasks while everything they use still exists.
   BackgroundTasks background_;
 };

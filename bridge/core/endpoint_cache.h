@@ -14,11 +14,10 @@
 
 #include "bridge/core/code_registry.h"
 #include "bridge/core/config.h"
+#include "bridge/core/parts.h"
 #include "bridge/core/saved_entrypoint.h"
 #include "bridge/core/shell_registry.h"
 #include "bridge/core/stdin_pipes.h"
-#include "bridge/core/terminals.h"
-#include "bridge/core/watches.h"
 #include "bridge/opensandbox/execd_client.h"
 #include "bridge/opensandbox/lifecycle_client.h"
 
@@ -93,10 +92,9 @@ class EndpointCache {
   ShellRegistry& shells() { return shells_; }
   // The stdin pipes of commands started with stdin_stream (bridge/core/stdin_pipes.h).
   StdinPipes& stdin_pipes() { return stdin_pipes_; }
-  // The files.watch hubs of this server's sandboxes (bridge/core/watches.h).
-  WatchRegistry& watches() { return watches_; }
-  // The terminals this bridge holds in this server's sandboxes (bridge/core/terminals.h).
-  TerminalRegistry& terminals() { return terminals_; }
+  // What capabilities above the core's root keep for this server and credential: the
+  // files.watch hubs (WatchesOf, watches.h) and the terminals (TerminalsOf, terminals.h).
+  Parts& parts() { return parts_; }
 
  private:
   SavedEntrypointLeases saved_entrypoints_;
@@ -124,10 +122,9 @@ class EndpointCache {
   CodeRegistry code_;
   ShellRegistry shells_;
   StdinPipes stdin_pipes_;
-  // After the stdin pipes its hubs write through, so that it is destroyed (and stops its
-  // hubs) while they are still there.
-  WatchRegistry watches_;
-  TerminalRegistry terminals_;  // last: its terminals' sockets go before the rest
+  // Last, after the stdin pipes the watch hubs write through: destroyed first (the
+  // terminals' sockets and the hubs go before the rest).
+  Parts parts_;
 };
 
 // http:// or https:// (the lifecycle URL's scheme) + an endpoint without scheme.

@@ -745,6 +745,10 @@ class Terminal : public std::enable_shared_from_this<Terminal> {
 
 TerminalRegistry::~TerminalRegistry() = default;
 
+TerminalRegistry& TerminalsOf(EndpointCache& cache) {
+  return cache.parts().Get<TerminalRegistry>([] { return std::make_unique<TerminalRegistry>(); });
+}
+
 namespace {
 std::string Key(const std::string& sandbox_id, const std::string& pty_id) { return sandbox_id + "\n" + pty_id; }
 }  // namespace
@@ -869,7 +873,7 @@ Result<std::string> Terminals::Open(const TerminalOpenSpec& spec, std::shared_pt
       return MakeError(ErrorCode::kCancelled, "opening terminal " + pty_id + " was cancelled");
     }
   }
-  upstream_->terminals().Add(terminal);
+  TerminalsOf(*upstream_).Add(terminal);
   if (holder) {
     terminal->SetHolder(std::move(holder), 0, [&](uint64_t, uint64_t) { answer(pty_id); });
   } else {
@@ -882,7 +886,7 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
                          std::shared_ptr<TerminalHolder> holder,
                          const std::function<void(uint64_t, uint64_t)>& answer, CancelToken* cancel) {
   if (Status plain = PlainHttpServer(); !plain.ok()) return plain;
-  std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
+  std::shared_ptr<Terminal> terminal = TerminalsOf(*upstream_).Find(sandbox_id, pty_id);
   if (!terminal) {
     // One this bridge does not hold (another daemon opened it, or this one restarted):
     // execd's window of it. A shell that already ended is never started again.
@@ -899,7 +903,7 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
     terminal->StartAt(since.value_or(status.output_offset));
     Status connected = terminal->Connect(true, cancel, RequestTimeoutMs());
     if (!connected.ok()) return connected.error().Within("attach terminal");
-    upstream_->terminals().Add(terminal);
+    TerminalsOf(*upstream_).Add(terminal);
     return terminal->SetHolder(std::move(holder), since, answer);
   }
   {
@@ -912,7 +916,7 @@ Status Terminals::Attach(const std::string& sandbox_id, const std::string& pty_i
   if (ended) {
     // What it kept, then its exit; after that the terminal is gone.
     terminal->WaitExitDelivered(RequestTimeoutMs());
-    upstream_->terminals().Remove(terminal.get());
+    TerminalsOf(*upstream_).Remove(terminal.get());
   }
   return OkStatus();
 }
@@ -921,7 +925,7 @@ namespace {
 
 Result<std::shared_ptr<Terminal>> Held(EndpointCache* upstream, const std::string& sandbox_id,
                                        const std::string& pty_id, const TerminalHolder* holder) {
-  std::shared_ptr<Terminal> terminal = upstream->terminals().Find(sandbox_id, pty_id);
+  std::shared_ptr<Terminal> terminal = TerminalsOf(*upstream).Find(sandbox_id, pty_id);
   if (!terminal) {
     Error e = MakeError(ErrorCode::kNotFound, "terminal " + pty_id + " is not open in sandbox " + sandbox_id);
     e.field = "pty_id";
@@ -966,29 +970,29 @@ Status Terminals::Signal(const std::string& sandbox_id, const std::string& pty_i
 Result<bool> Terminals::Close(const std::string& sandbox_id, const std::string& pty_id, CancelToken* cancel) {
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
   ABX_ASSIGN_OR_RETURN(bool deleted, execd.DeletePty(pty_id, cancel));
-  std::shared_ptr<Terminal> terminal = upstream_->terminals().Find(sandbox_id, pty_id);
+  std::shared_ptr<Terminal> terminal = TerminalsOf(*upstream_).Find(sandbox_id, pty_id);
   if (!terminal) return deleted;
   // execd's exit frame reaches the holder before the answer.
   terminal->EndIfDisconnected();
   terminal->WaitExitDelivered(RequestTimeoutMs());
   terminal->Abort();
-  upstream_->terminals().Remove(terminal.get());
+  TerminalsOf(*upstream_).Remove(terminal.get());
   terminal->DetachAll();  // a holder's session may end any time now
   return deleted;
 }
 
 std::vector<TerminalInfo> Terminals::List(const std::string& sandbox_id) {
   std::vector<TerminalInfo> out;
-  for (const auto& terminal : upstream_->terminals().Of(sandbox_id)) out.push_back(terminal->Info());
+  for (const auto& terminal : TerminalsOf(*upstream_).Of(sandbox_id)) out.push_back(terminal->Info());
   return out;
 }
 
 void Terminals::Detach(const TerminalHolder* holder) {
-  for (const auto& terminal : upstream_->terminals().Of("")) terminal->Detach(holder);
+  for (const auto& terminal : TerminalsOf(*upstream_).Of("")) terminal->Detach(holder);
 }
 
 void Terminals::Release(const TerminalHolder* holder) {
-  for (const auto& terminal : upstream_->terminals().Of("")) {
+  for (const auto& terminal : TerminalsOf(*upstream_).Of("")) {
     const bool held = terminal->Holds(holder);
     terminal->Detach(holder);
     if (!held || terminal->keep()) continue;

@@ -30,6 +30,7 @@
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
+#include "bridge/core/parts.h"
 
 namespace abx::core {
 
@@ -67,9 +68,9 @@ struct TerminalInfo {
 
 // The terminals of one server's sandboxes, shared by every session with that server
 // and credential (it lives in their EndpointCache).
-class TerminalRegistry {
+class TerminalRegistry : public Part {
  public:
-  ~TerminalRegistry();
+  ~TerminalRegistry() override;
   std::shared_ptr<Terminal> Find(const std::string& sandbox_id, const std::string& pty_id);
   void Add(std::shared_ptr<Terminal> terminal);
   void Remove(const Terminal* terminal);
@@ -79,6 +80,9 @@ class TerminalRegistry {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Terminal>> terminals_;  // sandbox id + "\n" + pty id
 };
+
+// The terminals of a server's sandboxes: a part of its EndpointCache (parts.h).
+TerminalRegistry& TerminalsOf(EndpointCache& cache);
 
 class Terminals {
  public:

@@ -93,6 +93,10 @@ WarmPool::WarmPool(BridgeCore* core, std::string pool_scope) : core_(core), pool
 
 WarmPool::~WarmPool() = default;
 
+WarmPool& WarmPoolOf(BridgeCore& core) {
+  return core.parts().Get<WarmPool>([&] { return std::make_unique<WarmPool>(&core, core.pool_scope()); });
+}
+
 void WarmPool::Configure(const ProviderConfig& config) {
   std::vector<std::shared_ptr<Entry>> started, retired, renew_now;
   {

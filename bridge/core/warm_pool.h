@@ -26,6 +26,7 @@
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
+#include "bridge/core/parts.h"
 #include "bridge/core/sandboxes.h"
 
 namespace abx::core {
@@ -54,7 +55,7 @@ struct PoolState {
   std::string last_error;  // the last refill's failure; "" once one succeeds
 };
 
-class WarmPool {
+class WarmPool : public Part {
  public:
   WarmPool(BridgeCore* core, std::string pool_scope);
   ~WarmPool();
@@ -86,6 +87,7 @@ class WarmPool {
 
   // An orderly stop: every pooled sandbox is killed, no refill starts again.
   void Shutdown();
+  void Stop() override { Shutdown(); }
 
  private:
   struct Entry;
@@ -120,5 +122,8 @@ class WarmPool {
   std::set<std::string> dying_;          // sandboxes whose kill is under way
   bool stopped_ = false;
 };
+
+// The daemon's warm pool: a part of the core (parts.h), made on first use.
+WarmPool& WarmPoolOf(BridgeCore& core);
 
 }  // namespace abx::core

@@ -12,6 +12,10 @@ namespace abx::core {
 
 WatchRegistry::~WatchRegistry() { StopAll(); }
 
+WatchRegistry& WatchesOf(EndpointCache& cache) {
+  return cache.parts().Get<WatchRegistry>([] { return std::make_unique<WatchRegistry>(); });
+}
+
 void WatchRegistry::StopAll() {
   std::map<std::string, std::shared_ptr<WatchHub>> hubs;
   {
@@ -53,7 +57,7 @@ void WatchRegistry::DropHub(const std::string& sandbox_id, const std::shared_ptr
 }
 
 Result<std::shared_ptr<WatchHub>> Watches::HubFor(const std::string& sandbox_id, CancelToken* cancel) {
-  WatchRegistry& registry = upstream_->watches();
+  WatchRegistry& registry = WatchesOf(*upstream_);
   if (auto hub = registry.Hub(sandbox_id)) return hub;
   // The sandbox's tools decide the mode, once per hub.
   ABX_ASSIGN_OR_RETURN(opensandbox::ExecdClient execd, upstream_->Execd(sandbox_id, *config_, cancel));
@@ -86,7 +90,7 @@ Result<WatchStarted> Watches::Watch(const std::string& sandbox_id, const std::st
     ABX_ASSIGN_OR_RETURN(std::shared_ptr<WatchHub> hub, HubFor(sandbox_id, cancel));
     Status added = hub->Add(watch_id, watched, recursive, listener, cancel);
     if (added.ok()) {
-      upstream_->watches().NoteWatch(watch_id, sandbox_id);
+      WatchesOf(*upstream_).NoteWatch(watch_id, sandbox_id);
       return WatchStarted{watch_id, hub->mode_name()};
     }
     // Only a hub that is stopping (or ended) is replaced; any other failure is this
@@ -94,17 +98,17 @@ Result<WatchStarted> Watches::Watch(const std::string& sandbox_id, const std::st
     if (!added.error().retryable || added.error().code != ErrorCode::kInvalidState || attempt > 0) {
       return added.error();
     }
-    upstream_->watches().DropHub(sandbox_id, hub);
+    WatchesOf(*upstream_).DropHub(sandbox_id, hub);
   }
 }
 
 bool Watches::Unwatch(const std::string& watch_id) {
-  std::shared_ptr<WatchHub> hub = upstream_->watches().TakeWatch(watch_id);
+  std::shared_ptr<WatchHub> hub = WatchesOf(*upstream_).TakeWatch(watch_id);
   if (!hub) return false;
   bool now_empty = false;
   const bool removed = hub->Remove(watch_id, &now_empty);
   // A hub without watches has stopped: the next watch of its sandbox makes another.
-  if (now_empty) upstream_->watches().DropHub(hub->sandbox_id(), hub);
+  if (now_empty) WatchesOf(*upstream_).DropHub(hub->sandbox_id(), hub);
   return removed;
 }
 

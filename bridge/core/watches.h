@@ -12,6 +12,7 @@
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
+#include "bridge/core/parts.h"
 #include "bridge/core/watch_hub.h"
 
 namespace abx::core {
@@ -19,11 +20,12 @@ namespace abx::core {
 class BridgeCore;
 class EndpointCache;
 
-class WatchRegistry {
+class WatchRegistry : public Part {
  public:
-  ~WatchRegistry();  // StopAll
+  ~WatchRegistry() override;  // StopAll
   // Stops every hub: the core, before what the hubs use goes.
   void StopAll();
+  void Stop() override { StopAll(); }
 
   // The sandbox's hub while it takes watches; null when there is none.
   std::shared_ptr<WatchHub> Hub(const std::string& sandbox_id);
@@ -40,6 +42,9 @@ class WatchRegistry {
   std::map<std::string, std::shared_ptr<WatchHub>> hubs_;  // by sandbox id
   std::map<std::string, std::string> sandbox_of_;          // watch id → sandbox id
 };
+
+// The files.watch hubs of a server's sandboxes: a part of its EndpointCache (parts.h).
+WatchRegistry& WatchesOf(EndpointCache& cache);
 
 struct WatchStarted {
   std::string watch_id;

@@ -1,3 +1,4 @@
+#include "bridge/core/warm_pool.h"
 #include "bridge/daemon/daemon.h"
 
 #include <csignal>
@@ -221,7 +222,7 @@ int Serve(const ServeOptions& options) {
   state.StartDraining();
   // An orderly stop takes the warm pool with it at once (docs/epp1.md §3, "sandbox.pool");
   // the sessions still draining create as without one.
-  state.core().pool().Shutdown();
+  WarmPoolOf(state.core()).Shutdown();
   if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
   listener->Close();  // new connections are refused; open sessions go on
   acceptor.join();

@@ -12,6 +12,7 @@
 #include "bridge/core/diagnostics.h"
 #include "bridge/core/exec.h"
 #include "bridge/core/sandboxes.h"
+#include "bridge/core/warm_pool.h"
 #include "common/build_id.h"
 #include "common/version.h"
 
@@ -67,7 +68,7 @@ Result<std::string> ProviderInfo(Request& req) {
          ",\"upstream_connections\":" + std::to_string(c.upstream_connections) +
          ",\"cached_sandboxes\":" + std::to_string(c.cached_sandboxes) +
          ",\"streams_active\":" + std::to_string(c.streams_active) + "}";
-  out += ",\"pool\":" + PoolJson(s.core().pool().States(s.config())) + "}";
+  out += ",\"pool\":" + PoolJson(WarmPoolOf(s.core()).States(s.config())) + "}";
   return out;
 }
 
@@ -121,7 +122,7 @@ Result<std::string> ProviderDoctor(Request& req) {
     // The warm pool: a refill that keeps failing (quota, image pull) shows here.
     bool refills_ok = true;
     std::string detail;
-    for (const auto& [name, state] : s.core().pool().States(s.config())) {
+    for (const auto& [name, state] : WarmPoolOf(s.core()).States(s.config())) {
       if (!detail.empty()) detail += "; ";
       detail += name + ": " + std::to_string(state.ready) + " of " + std::to_string(state.target) + " ready";
       if (state.creating) detail += ", " + std::to_string(state.creating) + " starting";

@@ -7,6 +7,7 @@
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/sandboxes.h"
+#include "bridge/core/warm_pool.h"
 #include "common/config_fields.h"
 
 namespace abx::epp {
@@ -151,7 +152,7 @@ Result<std::string> SandboxCreate(Request& req) {
   // The daemon's warm pool first (docs/epp1.md §3, "sandbox.pool"): a matching call
   // takes a sandbox that is Running already; without one it creates as usual.
   if (core::CreateMayTakePooled(spec, config, only_ready_timeout)) {
-    if (auto pooled = req.session().core().pool().Take(config, spec, &req.cancel())) {
+    if (auto pooled = WarmPoolOf(req.session().core()).Take(config, spec, &req.cancel())) {
       std::string json = SandboxJson(*pooled);
       json.insert(json.size() - 1, ",\"pooled\":true");
       return json;

@@ -17,6 +17,7 @@
 #include "bridge/core/run_queue.h"
 #include "bridge/core/shells.h"
 #include "bridge/core/terminals.h"
+#include "bridge/core/warm_pool.h"
 #include "bridge/core/watches.h"
 #include "common/version.h"
 
@@ -224,7 +225,7 @@ Status Session::Initialize(const rapidjson::Value* params, std::string* result_j
   config_ = std::move(config).value();
   upstream_ = core_->EndpointCacheFor(config_);
   // The session's `pool` is the daemon's from now on, for its server and credential.
-  core_->pool().Configure(config_);
+  WarmPoolOf(*core_).Configure(config_);
   initialized_ = true;
   *result_json = InitializeResult();
   return OkStatus();

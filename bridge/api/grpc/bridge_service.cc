@@ -8,6 +8,7 @@
 
 #include "bridge/api/grpc/pool_state_proto.h"
 #include "bridge/base/log.h"
+#include "bridge/core/warm_pool.h"
 #include "common/build_id.h"
 #include "common/version.h"
 
@@ -63,7 +64,7 @@ grpc::ServerUnaryReactor* BridgeService::Stats(grpc::CallbackServerContext* cont
   reply->set_draining(state_->draining());
   reply->set_early_writes_used(counters.early_writes_used);
   reply->set_early_writes_dropped(counters.early_writes_dropped);
-  for (const auto& pool : state_->core().pool().AllStates()) ToProto(state_->core(), pool, reply->add_pools());
+  for (const auto& pool : WarmPoolOf(state_->core()).AllStates()) ToProto(state_->core(), pool, reply->add_pools());
   return Answered(context);
 }
 

@@ -8,6 +8,7 @@
 #include "bridge/base/time_util.h"
 #include "bridge/core/metrics.h"
 #include "bridge/core/sandboxes.h"
+#include "bridge/core/warm_pool.h"
 
 namespace abx::api {
 namespace {
@@ -124,7 +125,7 @@ grpc::ServerUnaryReactor* SandboxesService::Create(grpc::CallbackServerContext* 
         ABX_ASSIGN_OR_RETURN(core::CreateSpec spec, ReadCreateSpec(*request));
         // The daemon's warm pool first, as sandbox.create (docs/epp1.md §3).
         if (core::CreateMayTakePooled(spec, call.config(), /*only_ready_timeout_options=*/true)) {
-          if (auto pooled = call.core()->pool().Take(call.config(), spec, call.cancel())) {
+          if (auto pooled = WarmPoolOf(*call.core()).Take(call.config(), spec, call.cancel())) {
             ToProto(*pooled, reply);
             reply->set_pooled(true);
             return OkStatus();
@@ -284,7 +285,7 @@ grpc::ServerUnaryReactor* SandboxesService::PoolStatus(grpc::CallbackServerConte
                                                        pb::PoolStatusReply* reply) {
   return Serve(deps_, context, "Sandboxes.PoolStatus", request->config(), [=](TypedCall& call) -> Status {
     const std::string scope = call.config().CredentialScope();
-    for (const auto& pool : call.core()->pool().AllStates()) {
+    for (const auto& pool : WarmPoolOf(*call.core()).AllStates()) {
       if (pool.scope == scope) ToProto(*call.core(), pool, reply->add_pools());
     }
     return OkStatus();

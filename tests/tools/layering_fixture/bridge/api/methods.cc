@@ -1,0 +1,2 @@
+#include "bridge/core/cache.h"
+#include "bridge/core/exec/exec.h"

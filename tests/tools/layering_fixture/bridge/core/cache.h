@@ -1,0 +1,5 @@
+#pragma once
+#include <string>
+
+#include "bridge/base/error.h"
+struct Cache {};

@@ -1,0 +1,3 @@
+#include "bridge/core/exec/exec.h"
+
+#include "bridge/base/error.h"

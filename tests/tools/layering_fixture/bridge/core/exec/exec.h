@@ -1,0 +1,3 @@
+#pragma once
+#include "bridge/core/cache.h"
+struct Exec {};

@@ -17,9 +17,12 @@ fail() {
 run_with() {  # file include
   local tree
   tree=$(mktemp -d "${TEST_TMPDIR:-/tmp}/tree.XXXXXX")
-  cp -r "$fixture"/bridge "$tree"/
+  # -L: under bazel the fixture's files are links into the read-only source tree.
+  cp -rL "$fixture"/bridge "$tree"/
   chmod -R u+w "$tree"
-  [ -z "$1" ] || echo "#include \"$2\"" >>"$tree/bridge/$1"
+  if [ -n "$1" ] && ! echo "#include \"$2\"" >>"$tree/bridge/$1"; then
+    fail "could not add the include to $1"
+  fi
   out=$("$check" "$tree" "$fixture/layers" "$fixture/deps" 2>&1)
   rc=$?
 }

@@ -12,12 +12,21 @@ _TESTING = [
 
 BASE_USERS = ["//bridge:__subpackages__", "//bench:__pkg__"] + _TESTING
 HTTP_USERS = ["//bridge/opensandbox:__pkg__"] + _TESTING
-OPENSANDBOX_USERS = ["//bridge/core:__pkg__"] + _TESTING
-CORE_USERS = [
+OPENSANDBOX_USERS = ["//bridge/core:__subpackages__"] + _TESTING
+_FRONT_DOORS = [
     "//bridge/api/epp:__pkg__",
     "//bridge/api/grpc:__pkg__",
-    "//bridge/daemon:__pkg__",
-] + _TESTING
+]
+
+# The core's root is used by its capability packages and the front doors; each capability
+# by the capabilities above it (tools/layers) and the front doors that serve it; the
+# daemon uses the warm pool alone (its orderly stop).
+CORE_USERS = ["//bridge/core:__subpackages__"] + _FRONT_DOORS + _TESTING
+EXEC_USERS = ["//bridge/core/files:__pkg__", "//bridge/core/sandboxes:__pkg__"] + _FRONT_DOORS + _TESTING
+FILES_USERS = ["//bridge/core/sandboxes:__pkg__"] + _FRONT_DOORS + _TESTING
+SANDBOXES_USERS = ["//bridge/daemon:__pkg__"] + _FRONT_DOORS + _TESTING
+CODE_USERS = _FRONT_DOORS + _TESTING
+TERMINALS_USERS = _FRONT_DOORS + _TESTING
 EPP_USERS = ["//bridge/api/grpc:__pkg__"] + _TESTING
 GRPC_USERS = ["//bridge/daemon:__pkg__"] + _TESTING
 SRCS_USERS = ["//bridge:__pkg__", "//tests/e2e/other_build:__pkg__"]

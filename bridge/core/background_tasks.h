@@ -1,6 +1,6 @@
 #pragma once
 // Work that may outlive the request that started it, such as interrupting a command at
-// execd once its request was cancelled (core/exec.cc). At most `max_threads` threads
+// execd once its request was cancelled (core/exec/exec.cc). At most `max_threads` threads
 // run such work; more tasks wait in order for one of them, so a burst of cancels never
 // becomes a burst of threads. A task due later (RunAt) holds no thread while it waits:
 // one timer thread keeps every deadline. The threads start when there is work and end

@@ -22,7 +22,7 @@ struct ProviderConfig {
   // value (and, for one create, by its provider_options).
   std::map<std::string, std::string> image_aliases;
   // The entrypoint of stock images when the create call names none; a code-interpreter
-  // image keeps its own script (bridge/core/sandboxes.h).
+  // image keeps its own script (bridge/core/sandboxes/sandboxes.h).
   std::vector<std::string> entrypoint;
   double ready_timeout_s = 60;
   double request_timeout_s = 30;

@@ -86,9 +86,9 @@ class EndpointCache {
   std::vector<CachedEndpoint> CachedEndpoints() const;
   const std::string& lifecycle_url() const { return lifecycle_url_; }
 
-  // The code interpreters of this server's sandboxes (bridge/core/code.h).
+  // The code interpreters of this server's sandboxes (bridge/core/code/code.h).
   CodeRegistry& code() { return code_; }
-  // The shells of this server's sandboxes (bridge/core/shells.h).
+  // The shells of this server's sandboxes (bridge/core/exec/shells.h).
   ShellRegistry& shells() { return shells_; }
   // The stdin pipes of commands started with stdin_stream (bridge/core/stdin_pipes.h).
   StdinPipes& stdin_pipes() { return stdin_pipes_; }

@@ -1,4 +1,3 @@
-#include "bridge/core/warm_pool.h"
 #include "bridge/daemon/daemon.h"
 
 #include <csignal>
@@ -17,11 +16,12 @@
 #include "bridge/api/grpc/serving_state.h"
 #include "bridge/api/grpc/typed_services.h"
 #include "bridge/base/log.h"
+#include "bridge/core/sandboxes/warm_pool.h"
 #include "bridge/daemon/allocator.h"
+#include "bridge/daemon/descriptor_intake.h"
 #include "bridge/daemon/memory_trimmer.h"
 #include "bridge/daemon/pool_salt.h"
 #include "bridge/daemon/request_pool.h"
-#include "bridge/daemon/descriptor_intake.h"
 #include "bridge/daemon/unix_listener.h"
 #include "common/bridge_paths.h"
 #include "common/build_id.h"

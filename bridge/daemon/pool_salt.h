@@ -1,5 +1,5 @@
 #pragma once
-// The user's secret for warm-pool keys (bridge/core/warm_pool.h). A pooled sandbox carries
+// The user's secret for warm-pool keys (bridge/core/sandboxes/warm_pool.h). A pooled sandbox carries
 // its key as a label anyone who can list the server's sandboxes reads; the key hashes the
 // API key among other things, so without a secret mixed in a weak API key could be
 // guessed offline from it. The salt lives beside the bridge's socket (a directory only

@@ -121,7 +121,7 @@ class ExecdClient {
                     int mode, bool* complete, const CancelToken* cancel, bool open_ended = false,
                     const FileOwner& owner = {});
   // Writes `data` into a pipe the sandbox holds open at `path` (a /proc/<pid>/fd/<n>
-  // path, bridge/core/stdin_pipe_script.h) through the upload route, which writes in place.
+  // path, bridge/core/exec/stdin_pipe_script.h) through the upload route, which writes in place.
   // The answer comes once execd has written every byte, however long the reader takes to
   // make room, so there is no deadline; the request is never sent twice (a second send
   // would write the bytes twice).
@@ -209,7 +209,7 @@ class ExecdClient {
 
 // The POST /session/{id}/run body. No `timeout`: the bridge keeps a shell command's
 // timeout itself (execd's would kill bash but not its children); no `cwd`: the command
-// changes directory itself (bridge/core/shell_script.h).
+// changes directory itself (bridge/core/exec/shell_script.h).
 std::string SessionRunBody(const std::string& command);
 
 // Decoders exposed for tests and fuzzers.

@@ -315,7 +315,7 @@ TEST_F(RetryTest, FilesWriteIsNeverRepeated) {
                                  .Str("path", "/tmp/never-written.txt")
                                  .Str("data", "x")
                                  .str();
-  // A first write lets the bridge learn the sandbox's execd release (bridge/core/files.h),
+  // A first write lets the bridge learn the sandbox's execd release (bridge/core/files/files.h),
   // so the upload is the first request of the write under test.
   MessagePtr warm = shim_->Request(
       "files.write", JsonObject().Str("sandbox_id", sandbox_).Str("path", "/tmp/warm.txt").Str("data", "w").str());

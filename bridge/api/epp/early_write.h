@@ -35,7 +35,7 @@
 #include "bridge/base/error.h"
 #include "bridge/base/task_runner.h"
 #include "bridge/core/config.h"
-#include "bridge/core/files.h"
+#include "bridge/core/files/files.h"
 
 namespace abx::core {
 class BridgeCore;

@@ -1,7 +1,7 @@
 #pragma once
 // A local file uploaded into a sandbox by files.upload and templates.build: the shim opens
 // it with the host's rights and hands the bridge its descriptor (local_files.h); the
-// bytes go from that descriptor to execd (core/transfers.h).
+// bytes go from that descriptor to execd (core/files/transfers.h).
 
 #include <unistd.h>
 

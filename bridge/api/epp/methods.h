@@ -9,8 +9,8 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/error.h"
-#include "bridge/core/terminals.h"
-#include "bridge/core/watch_hub.h"
+#include "bridge/core/files/watch_hub.h"
+#include "bridge/core/terminals/terminals.h"
 
 namespace abx::epp {
 

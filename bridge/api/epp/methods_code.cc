@@ -4,7 +4,7 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/code.h"
+#include "bridge/core/code/code.h"
 #include "common/limits.h"
 
 namespace abx::epp {

@@ -9,7 +9,7 @@
 #include "bridge/base/json.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/exec.h"
+#include "bridge/core/exec/exec.h"
 
 namespace abx::epp {
 namespace {

@@ -8,7 +8,7 @@
 #include "bridge/base/json.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/files.h"
+#include "bridge/core/files/files.h"
 
 namespace abx::epp {
 namespace {

@@ -5,7 +5,7 @@
 #include "bridge/base/json.h"
 #include "bridge/base/time_util.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/metrics.h"
+#include "bridge/core/sandboxes/metrics.h"
 
 namespace abx::epp {
 namespace {

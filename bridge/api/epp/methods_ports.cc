@@ -4,7 +4,7 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/ports.h"
+#include "bridge/core/sandboxes/ports.h"
 
 namespace abx::epp {
 

@@ -5,8 +5,8 @@
 #include "bridge/base/base64.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/process_stdin.h"
-#include "bridge/core/processes.h"
+#include "bridge/core/exec/process_stdin.h"
+#include "bridge/core/exec/processes.h"
 
 namespace abx::epp {
 namespace {

@@ -9,7 +9,7 @@
 #include "bridge/base/base64.h"
 #include "bridge/base/error_codes.h"
 #include "bridge/base/json.h"
-#include "bridge/core/terminals.h"
+#include "bridge/core/terminals/terminals.h"
 
 namespace abx::epp {
 namespace {

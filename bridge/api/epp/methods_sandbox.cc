@@ -6,8 +6,8 @@
 #include "bridge/api/epp/volume_params.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/sandboxes.h"
-#include "bridge/core/warm_pool.h"
+#include "bridge/core/sandboxes/sandboxes.h"
+#include "bridge/core/sandboxes/warm_pool.h"
 #include "common/config_fields.h"
 
 namespace abx::epp {

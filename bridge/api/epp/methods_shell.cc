@@ -4,7 +4,7 @@
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
-#include "bridge/core/shells.h"
+#include "bridge/core/exec/shells.h"
 
 namespace abx::epp {
 namespace {

@@ -6,7 +6,7 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/snapshots.h"
+#include "bridge/core/sandboxes/snapshots.h"
 
 namespace abx::epp {
 namespace {

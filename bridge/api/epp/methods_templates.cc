@@ -8,7 +8,7 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/templates.h"
+#include "bridge/core/sandboxes/templates.h"
 
 namespace abx::epp {
 namespace {

@@ -19,9 +19,9 @@
 #include "bridge/base/json.h"
 #include "bridge/base/local_error.h"
 #include "bridge/base/time_util.h"
-#include "bridge/core/files.h"
+#include "bridge/core/files/files.h"
+#include "bridge/core/files/transfers.h"
 #include "bridge/core/random_hex.h"
-#include "bridge/core/transfers.h"
 
 namespace abx::epp {
 namespace {

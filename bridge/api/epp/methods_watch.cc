@@ -11,7 +11,7 @@
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
-#include "bridge/core/watches.h"
+#include "bridge/core/files/watches.h"
 
 namespace abx::epp {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "bridge/core/files.h"
+#include "bridge/core/files/files.h"
 
 namespace abx::epp {
 namespace {

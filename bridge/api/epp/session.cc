@@ -13,12 +13,12 @@
 #include "bridge/base/log.h"
 #include "bridge/base/utf8.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/code.h"
+#include "bridge/core/code/code.h"
+#include "bridge/core/exec/shells.h"
+#include "bridge/core/files/watches.h"
 #include "bridge/core/run_queue.h"
-#include "bridge/core/shells.h"
-#include "bridge/core/terminals.h"
-#include "bridge/core/warm_pool.h"
-#include "bridge/core/watches.h"
+#include "bridge/core/sandboxes/warm_pool.h"
+#include "bridge/core/terminals/terminals.h"
 #include "common/version.h"
 
 namespace abx::epp {

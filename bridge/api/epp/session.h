@@ -17,13 +17,13 @@
 
 #include <rapidjson/document.h>
 
+#include "bridge/api/epp/local_files.h"
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/base/serial_lanes.h"
 #include "bridge/base/task_runner.h"
-#include "bridge/api/epp/local_files.h"
 #include "bridge/core/config.h"
-#include "bridge/core/watch_hub.h"
+#include "bridge/core/files/watch_hub.h"
 
 namespace abx::core {
 class TerminalHolder;

@@ -9,7 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/error.h"
-#include "bridge/core/volumes.h"
+#include "bridge/core/sandboxes/volumes.h"
 
 namespace abx::epp {
 

@@ -8,7 +8,7 @@
 
 #include "bridge/api/grpc/pool_state_proto.h"
 #include "bridge/base/log.h"
-#include "bridge/core/warm_pool.h"
+#include "bridge/core/sandboxes/warm_pool.h"
 #include "common/build_id.h"
 #include "common/version.h"
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "bridge/base/json.h"
-#include "bridge/core/code.h"
+#include "bridge/core/code/code.h"
 
 namespace abx::api {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "bridge/base/cancel.h"
-#include "bridge/core/exec.h"
+#include "bridge/core/exec/exec.h"
 #include "proto/exec.pb.h"
 
 namespace abx::api {

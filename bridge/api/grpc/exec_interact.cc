@@ -10,8 +10,8 @@
 #include "bridge/api/grpc/blocking_op.h"
 #include "bridge/api/grpc/exec_events.h"
 #include "bridge/api/grpc/exec_request.h"
-#include "bridge/core/exec.h"
-#include "bridge/core/process_stdin.h"
+#include "bridge/core/exec/exec.h"
+#include "bridge/core/exec/process_stdin.h"
 
 namespace abx::api {
 namespace {

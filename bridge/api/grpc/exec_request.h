@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "bridge/base/error.h"
-#include "bridge/core/exec.h"
+#include "bridge/core/exec/exec.h"
 #include "proto/exec.pb.h"
 
 namespace abx::api {

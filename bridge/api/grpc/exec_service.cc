@@ -6,9 +6,9 @@
 #include "bridge/api/grpc/exec_interact.h"
 #include "bridge/api/grpc/exec_request.h"
 #include "bridge/api/grpc/typed_stream.h"
-#include "bridge/core/exec.h"
-#include "bridge/core/process_stdin.h"
-#include "bridge/core/shells.h"
+#include "bridge/core/exec/exec.h"
+#include "bridge/core/exec/process_stdin.h"
+#include "bridge/core/exec/shells.h"
 
 namespace abx::api {
 namespace {

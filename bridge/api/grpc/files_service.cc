@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/watches.h"
-#include "bridge/core/files.h"
 #include "bridge/base/byte_pipe.h"
-#include "bridge/core/transfers.h"
+#include "bridge/core/files/files.h"
+#include "bridge/core/files/transfers.h"
+#include "bridge/core/files/watches.h"
 
 namespace abx::api {
 namespace {

@@ -1,9 +1,9 @@
 #pragma once
-// The warm pool's state (core/warm_pool.h) as proto's PoolState, for Bridge.Stats and
+// The warm pool's state (core/sandboxes/warm_pool.h) as proto's PoolState, for Bridge.Stats and
 // Sandboxes.PoolStatus: the credential as its label, never the key.
 
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/warm_pool.h"
+#include "bridge/core/sandboxes/warm_pool.h"
 #include "proto/sandboxes.pb.h"
 
 namespace abx::api {

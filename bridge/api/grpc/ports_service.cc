@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "bridge/core/ports.h"
+#include "bridge/core/sandboxes/ports.h"
 
 namespace abx::api {
 

@@ -6,9 +6,9 @@
 
 #include "bridge/api/grpc/pool_state_proto.h"
 #include "bridge/base/time_util.h"
-#include "bridge/core/metrics.h"
-#include "bridge/core/sandboxes.h"
-#include "bridge/core/warm_pool.h"
+#include "bridge/core/sandboxes/metrics.h"
+#include "bridge/core/sandboxes/sandboxes.h"
+#include "bridge/core/sandboxes/warm_pool.h"
 
 namespace abx::api {
 namespace {

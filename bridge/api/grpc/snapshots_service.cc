@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "bridge/core/snapshots.h"
+#include "bridge/core/sandboxes/snapshots.h"
 
 namespace abx::api {
 namespace {

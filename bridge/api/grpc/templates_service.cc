@@ -7,8 +7,8 @@
 
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/files.h"
-#include "bridge/core/templates.h"
+#include "bridge/core/files/files.h"
+#include "bridge/core/sandboxes/templates.h"
 
 namespace abx::api {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "bridge/api/grpc/blocking_op.h"
 #include "bridge/base/error_codes.h"
-#include "bridge/core/terminals.h"
+#include "bridge/core/terminals/terminals.h"
 
 namespace abx::api {
 namespace {

@@ -21,9 +21,9 @@
 #include "bridge/base/cancel.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/config.h"
-#include "bridge/core/exec.h"
-#include "bridge/core/files.h"
-#include "bridge/core/sandboxes.h"
+#include "bridge/core/exec/exec.h"
+#include "bridge/core/files/files.h"
+#include "bridge/core/sandboxes/sandboxes.h"
 #include "tests/bridge/fake_upstream.h"
 #include "tests/e2e/process.h"
 

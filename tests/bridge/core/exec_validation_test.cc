@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/exec.h"
+#include "bridge/core/exec/exec.h"
 #include "bridge/core/shell_quote.h"
 
 namespace abx::core {

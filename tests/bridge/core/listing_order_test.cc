@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/old_execd_files.h"
+#include "bridge/core/files/old_execd_files.h"
 
 namespace abx::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "bridge/core/output_assembler.h"
+#include "bridge/core/exec/output_assembler.h"
 
 #include <gtest/gtest.h>
 

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/metadata_labels.h"
-#include "bridge/core/sandboxes.h"
+#include "bridge/core/sandboxes/metadata_labels.h"
+#include "bridge/core/sandboxes/sandboxes.h"
+#include "bridge/core/sandboxes/snapshots.h"
 #include "bridge/core/saved_entrypoint.h"
-#include "bridge/core/snapshots.h"
 
 namespace abx::core {
 namespace {

@@ -1,4 +1,4 @@
-// The wrapper of a shell command and the script that ends one (bridge/core/shell_script.h),
+// The wrapper of a shell command and the script that ends one (bridge/core/exec/shell_script.h),
 // run by real bash the way execd runs a session's command: the header names the bash
 // that runs it, the command's processes carry the tag, `cd` and `export` stay in that
 // bash, the exit code survives, and the tag is gone before execd saves the state. The
@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/shell_script.h"
+#include "bridge/core/exec/shell_script.h"
 
 namespace abx::core {
 namespace {

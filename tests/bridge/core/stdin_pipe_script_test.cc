@@ -1,4 +1,4 @@
-// The wrapper that gives a command a stdin stream (bridge/core/stdin_pipe_script.h), run by
+// The wrapper that gives a command a stdin stream (bridge/core/exec/stdin_pipe_script.h), run by
 // real shells (bash, as execd runs commands, and dash, a plain POSIX sh) the way the
 // bridge drives it: writes are opens of the holder's /proc descriptor, as execd's upload
 // makes them, end of file is a line to its other descriptor. Bytes arrive exactly and in
@@ -22,7 +22,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/stdin_pipe_script.h"
+#include "bridge/core/exec/stdin_pipe_script.h"
 
 namespace abx::core {
 namespace {

@@ -1,4 +1,4 @@
-// What files.watch runs in a sandbox and how the bridge reads it (bridge/core/watch_scripts.h):
+// What files.watch runs in a sandbox and how the bridge reads it (bridge/core/files/watch_scripts.h):
 // the watch host's records, joined again when a path held a newline; inotifywait's event
 // names as the five types; the poll listing run by real shells (bash and dash) over a real
 // tree, one level or all of it, odd names included; and the comparison of two listings.
@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bridge/core/watch_scripts.h"
+#include "bridge/core/files/watch_scripts.h"
 
 namespace abx::core {
 namespace {

@@ -21,7 +21,7 @@ inline constexpr size_t kMaxReadBytes = 4 << 20;
 inline constexpr size_t kCodeOutputBytes = 2 << 20;
 // Output of a terminal held in the bridge for a host that does not read it (declared as
 // limits.pty_buffer_bytes): at this mark the bridge lets go of execd's connection so the
-// shell runs on (bridge/core/terminals/terminals.cc).
+// shell runs on (bridge/core/terminals/terminal.cc).
 inline constexpr size_t kPtyBufferBytes = 4 << 20;
 
 // The largest piece of output one code.output notification carries.

@@ -28,7 +28,7 @@ namespace pb = abx::opensandbox::v1;
 
 constexpr char kDetachKey = 0x1d;  // ^], as telnet
 // How much of a reattached terminal's output is asked for: what the bridge keeps of a
-// terminal it holds for nobody (TerminalRegistry::kKeptBytes, core/terminals/terminals.h).
+// terminal it holds for nobody (Terminal::kKeptBytes, core/terminals/terminal.h).
 constexpr uint64_t kReplayBytes = 1 << 20;
 
 int wake_pipe[2] = {-1, -1};  // SIGWINCH → the input loop

@@ -12,17 +12,20 @@
 // Output reaches the holder in order from a thread of the terminal's own, so a holder
 // that writes slowly stalls only its terminal.
 //
+// The pieces: one Terminal per terminal (terminal.h: its connection and delivery), its
+// kept output (replay_buffer.h), the hand-over between holders (holder_hand_over.h),
+// the frames waiting for a connection (pending_frames.h), the registry
+// (terminal_registry.h), the command and signals (terminal_command.h); this file is
+// what the front doors call.
+//
 // A connection to execd that drops while the shell lives is restored from the next
 // byte owed. A holder that stops reading gets at most pty_buffer_bytes held for it:
 // then the connection is dropped so the shell runs on, and restored once the holder
-// has caught up (terminals.cc, kHeldBytes).
+// has caught up (terminal.cc, kHeldBytes).
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,64 +33,17 @@
 #include "bridge/base/cancel.h"
 #include "bridge/base/error.h"
 #include "bridge/core/config.h"
-#include "bridge/core/parts.h"
+#include "bridge/core/terminals/terminal.h"
+#include "bridge/core/terminals/terminal_command.h"
+#include "bridge/core/terminals/terminal_holder.h"
+#include "bridge/core/terminals/terminal_registry.h"
 
 namespace abx::core {
 
 class EndpointCache;
-class Terminal;
-
-// The session holding a terminal. Calls come in order, from the terminal's delivery
-// thread, never after the holder was detached (Detach waits for a call in progress).
-class TerminalHolder {
- public:
-  virtual ~TerminalHolder() = default;
-  virtual void OnOutput(const std::string& pty_id, uint64_t offset, const std::string& data) = 0;
-  virtual void OnExit(const std::string& pty_id, std::optional<int> exit_code, uint64_t offset,
-                      const std::optional<Error>& error) = 0;
-  virtual void OnDetached(const std::string& pty_id, uint64_t offset, const std::string& reason) = 0;
-};
-
-struct TerminalOpenSpec {
-  std::string sandbox_id;
-  int cols = 80, rows = 24;
-  std::string cwd;
-  std::string term;     // empty: not given (xterm-256color where execd takes a command)
-  std::map<std::string, std::string> env;
-  std::string command;  // empty: a shell
-  bool keep = false;
-};
-
-struct TerminalInfo {
-  std::string pty_id;
-  bool running = false;
-  uint64_t offset = 0;  // the end of its output
-  bool attached = false;
-  bool keep = false;
-};
-
-// The terminals of one server's sandboxes, shared by every session with that server
-// and credential (it lives in their EndpointCache).
-class TerminalRegistry : public Part {
- public:
-  ~TerminalRegistry() override;
-  std::shared_ptr<Terminal> Find(const std::string& sandbox_id, const std::string& pty_id);
-  void Add(std::shared_ptr<Terminal> terminal);
-  void Remove(const Terminal* terminal);
-  std::vector<std::shared_ptr<Terminal>> Of(const std::string& sandbox_id);
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Terminal>> terminals_;  // sandbox id + "\n" + pty id
-};
-
-// The terminals of a server's sandboxes: a part of its EndpointCache (parts.h).
-TerminalRegistry& TerminalsOf(EndpointCache& cache);
 
 class Terminals {
  public:
-  static constexpr size_t kKeptBytes = 1 << 20;
-
   Terminals(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
   // A new terminal, held by `holder` (none: held by nobody until an attach), once it
@@ -126,17 +82,5 @@ class Terminals {
   EndpointCache* upstream_;
   const ProviderConfig* config_;
 };
-
-// A signal name or number → what pty.signal does with it: the input byte of a keyboard
-// signal ("\x03"), or the name for execd's signal frame ("SIGTERM"). Nullopt: E8004.
-struct TerminalSignal {
-  std::string input;
-  std::string frame;
-};
-std::optional<TerminalSignal> TerminalSignalFor(const std::string& signal);
-
-// The command execd runs for `spec`: `env TERM=… K=V … bash --norc --noprofile`, or
-// the spec's command in place of the shell.
-std::string TerminalCommand(const TerminalOpenSpec& spec);
 
 }  // namespace abx::core

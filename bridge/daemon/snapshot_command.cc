@@ -1,15 +1,11 @@
 #include "bridge/daemon/snapshot_command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cstdio>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/daemon/cli_config.h"
+#include "bridge/daemon/interrupt_cancels.h"
 #include "proto/snapshots.grpc.pb.h"
 
 namespace abx::daemon {
@@ -20,12 +16,7 @@ namespace pb = abx::opensandbox::v1;
 }  // namespace
 
 int TakeSnapshot(const std::string& socket, const std::string& sandbox_id, const std::string& name) {
-  // ^C cancels the call: SIGINT is blocked here, before gRPC starts its threads, and one
-  // thread of ours waits for it.
-  sigset_t interrupt;
-  sigemptyset(&interrupt);
-  sigaddset(&interrupt, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &interrupt, nullptr);
+  InterruptCancels interrupts;  // ^C cancels the call; before gRPC starts its threads
   auto stub = pb::Snapshots::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
   pb::TakeSnapshotRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
@@ -33,18 +24,11 @@ int TakeSnapshot(const std::string& socket, const std::string& sandbox_id, const
   request.set_name(name);
   grpc::ClientContext context;
   context.set_wait_for_ready(false);
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    int signal_number = 0;
-    sigwait(&interrupt, &signal_number);
-    if (!done) context.TryCancel();
-  });
+  interrupts.Watch(&context);
   std::fprintf(stderr, "taking a snapshot of %s (waiting until it is Ready)...\n", sandbox_id.c_str());
   pb::Snapshot snapshot;
   const grpc::Status status = stub->Take(&context, request, &snapshot);
-  done = true;
-  pthread_kill(watcher.native_handle(), SIGINT);
-  watcher.join();
+  interrupts.Done();
   if (!status.ok()) {
     std::fprintf(stderr, "snapshot failed: %s\n", status.error_message().c_str());
     return 1;

@@ -1,20 +1,16 @@
 #include "bridge/daemon/template_command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/daemon/cli_config.h"
+#include "bridge/daemon/interrupt_cancels.h"
 #include "common/limits.h"
 #include "proto/templates.grpc.pb.h"
 
@@ -37,39 +33,6 @@ int Usage(const char* problem) {
 std::unique_ptr<pb::Templates::Stub> Connect(const std::string& socket) {
   return pb::Templates::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
 }
-
-// ^C cancels the call in flight: SIGINT is blocked before gRPC starts its threads, and
-// one thread of ours waits for it until the call is over.
-class InterruptCancels {
- public:
-  InterruptCancels() {
-    sigemptyset(&interrupt_);
-    sigaddset(&interrupt_, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &interrupt_, nullptr);
-  }
-  void Watch(grpc::ClientContext* context) {
-    watcher_ = std::thread([this, context] {
-      int signal_number = 0;
-      sigwait(&interrupt_, &signal_number);
-      if (!done_) {
-        std::fprintf(stderr, "\ncancelling...\n");
-        context->TryCancel();
-      }
-    });
-  }
-  ~InterruptCancels() {
-    done_ = true;
-    if (watcher_.joinable()) {
-      pthread_kill(watcher_.native_handle(), SIGINT);
-      watcher_.join();
-    }
-  }
-
- private:
-  sigset_t interrupt_;
-  std::atomic<bool> done_{false};
-  std::thread watcher_;
-};
 
 // LOCAL:PATH[:MODE] → a file of the request, its bytes read here.
 bool AddFile(const std::string& spec, pb::BuildTemplateRequest* request, size_t* total) {
@@ -105,7 +68,7 @@ bool AddFile(const std::string& spec, pb::BuildTemplateRequest* request, size_t*
 }
 
 int Build(const std::string& socket, const std::string& name, const std::vector<std::string>& args) {
-  InterruptCancels interrupts;
+  InterruptCancels interrupts;  // ^C cancels the call; before gRPC starts its threads
   pb::BuildTemplateRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
   request.set_name(name);
@@ -131,7 +94,7 @@ int Build(const std::string& socket, const std::string& name, const std::vector<
   if (request.run_size() == 0) return Usage("a build needs at least one --run COMMAND");
 
   grpc::ClientContext context;
-  interrupts.Watch(&context);
+  interrupts.Watch(&context, "\ncancelling...\n");
   auto reader = Connect(socket)->Build(&context, request);
   pb::BuildTemplateEvent event;
   std::optional<pb::BuildStepFailed> failed;
@@ -163,6 +126,7 @@ int Build(const std::string& socket, const std::string& name, const std::vector<
     }
   }
   const grpc::Status status = reader->Finish();
+  interrupts.Done();  // before the context goes
   if (status.ok() && built) {
     std::fprintf(stderr, "template %s built from %s: snapshot %s\n", built->name().c_str(), built->from().c_str(),
                  built->snapshot_id().c_str());

@@ -1,15 +1,11 @@
 #include "bridge/daemon/watch_command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cstdio>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/daemon/cli_config.h"
+#include "bridge/daemon/interrupt_cancels.h"
 #include "proto/files.grpc.pb.h"
 
 namespace abx::daemon {
@@ -20,13 +16,8 @@ namespace pb = abx::opensandbox::v1;
 }  // namespace
 
 int WatchPath(const std::string& socket, const std::string& sandbox_id, const std::string& path, bool recursive) {
-  // ^C cancels the call: SIGINT is blocked here, before gRPC starts its threads, and one
-  // thread of ours waits for it.
-  sigset_t interrupt;
-  sigemptyset(&interrupt);
-  sigaddset(&interrupt, SIGINT);
-  sigaddset(&interrupt, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &interrupt, nullptr);
+  // ^C (or SIGTERM) ends the watch; blocked before gRPC starts its threads.
+  InterruptCancels interrupts({SIGINT, SIGTERM});
   auto stub = pb::Files::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
   pb::WatchRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
@@ -34,16 +25,7 @@ int WatchPath(const std::string& socket, const std::string& sandbox_id, const st
   request.set_path(path);
   request.set_recursive(recursive);
   grpc::ClientContext context;
-  std::atomic<bool> done{false};
-  std::atomic<bool> interrupted{false};
-  std::thread watcher([&] {
-    int signal_number = 0;
-    sigwait(&interrupt, &signal_number);
-    if (!done) {
-      interrupted = true;
-      context.TryCancel();
-    }
-  });
+  interrupts.Watch(&context);
   auto reader = stub->Watch(&context, request);
   pb::WatchEvent event;
   std::string ended;
@@ -61,10 +43,8 @@ int WatchPath(const std::string& socket, const std::string& sandbox_id, const st
     }
   }
   const grpc::Status status = reader->Finish();
-  done = true;
-  pthread_kill(watcher.native_handle(), SIGINT);
-  watcher.join();
-  if (interrupted) return 0;
+  interrupts.Done();
+  if (interrupts.interrupted()) return 0;
   if (!ended.empty()) {
     std::fprintf(stderr, "the watch ended: %s\n", ended.c_str());
     return 1;

@@ -5,6 +5,7 @@
 // old version while creates go on; a cancel leaves nothing behind.
 
 #include <atomic>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -345,6 +346,32 @@ TEST_F(TemplatesTest, TheBridgeCliBuildsListsAndDeletesATemplate) {
                       Millis(30000), &output);
   ASSERT_TRUE(status.has_value()) << output;
   EXPECT_EQ(status->code, 2) << output;
+}
+
+// ^C during the CLI's build cancels it: the CLI says so and exits 1, and the build's
+// sandbox and snapshot are not left behind.
+TEST_F(TemplatesTest, InterruptingTheBridgeCliCancelsItsBuild) {
+  EppSession* shim = StartInitializedShim();  // the bridge the CLI talks to
+  ASSERT_NE(shim, nullptr);
+  Process::Options options;
+  options.argv = {BridgeBinary(), "template", "build", "e2e-interrupted", "--from", "base", "--run",
+                  "echo step-started; sleep 60", "--socket", socket_path()};
+  options.env = ShimEnv();
+  options.output_file = root_dir() + "/template-cli.log";
+  std::string error;
+  auto cli = Process::Start(options, &error);
+  ASSERT_NE(cli, nullptr) << error;
+  for (const auto deadline = Clock::now() + kBuildTimeout;
+       Clock::now() < deadline && ReadFile(options.output_file).find("step-started") == std::string::npos;) {
+    std::this_thread::sleep_for(Millis(50));
+  }
+  ASSERT_NE(ReadFile(options.output_file).find("step-started"), std::string::npos) << ReadFile(options.output_file);
+  ASSERT_TRUE(cli->Signal(SIGINT));
+  auto status = cli->WaitExit(Millis(20000));
+  ASSERT_TRUE(status.has_value()) << "the CLI did not end after ^C";
+  EXPECT_TRUE(status->exited && status->code == 1) << status->ToString() << " " << ReadFile(options.output_file);
+  EXPECT_NE(ReadFile(options.output_file).find("cancelling..."), std::string::npos) << ReadFile(options.output_file);
+  EXPECT_TRUE(NothingLeft()) << "the interrupted build left its sandbox or snapshot";
 }
 
 }  // namespace

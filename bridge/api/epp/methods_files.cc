@@ -19,15 +19,6 @@ core::Files FilesOf(Request& req) {
   return core::Files(req.session().upstream().get(), &req.session().config());
 }
 
-Result<std::string> Encoding(const Params& p) {
-  ABX_ASSIGN_OR_RETURN(auto encoding, p.String("encoding"));
-  const std::string e = encoding.value_or("utf8");
-  if (e != "utf8" && e != "base64") {
-    return InvalidParams("encoding", "encoding must be utf8 or base64");
-  }
-  return e;
-}
-
 std::string EntryJson(const core::FileEntry& e) {
   return "{\"path\":" + Quote(e.path) + ",\"name\":" + Quote(e.name) + ",\"type\":" +
          Quote(e.type) + ",\"size\":" + std::to_string(e.size) + ",\"mode\":" + Quote(e.mode) +
@@ -48,7 +39,7 @@ Result<std::string> FilesRead(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string path, RequiredPath(p));
   ABX_ASSIGN_OR_RETURN(auto offset, p.Int("offset"));
   ABX_ASSIGN_OR_RETURN(auto length, p.Int("length"));
-  ABX_ASSIGN_OR_RETURN(std::string encoding, Encoding(p));
+  ABX_ASSIGN_OR_RETURN(std::string encoding, DataEncoding(p));
   if (offset && *offset < 0) return InvalidParams("offset", "offset must not be negative");
   if (length && *length < 0) return InvalidParams("length", "length must not be negative");
   ABX_ASSIGN_OR_RETURN(core::FileRead read,
@@ -88,7 +79,7 @@ Result<std::string> FilesWrite(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string path, RequiredPath(p));
   // Megabytes in a large write: read where the request holds it, decoded once.
   ABX_ASSIGN_OR_RETURN(std::string_view data, p.RequiredStringView("data"));
-  ABX_ASSIGN_OR_RETURN(std::string encoding, Encoding(p));
+  ABX_ASSIGN_OR_RETURN(std::string encoding, DataEncoding(p));
   ABX_ASSIGN_OR_RETURN(std::optional<int> mode, OctalMode(p, "mode"));
   ABX_ASSIGN_OR_RETURN(auto append, p.Bool("append"));
   if (EarlyWrite* early = req.early_write()) {
@@ -106,11 +97,10 @@ Result<std::string> FilesWrite(Request& req) {
       early->Abandon();
     }
   }
-  std::optional<std::string> decoded;
+  std::string decoded;
   if (encoding == "base64") {
-    decoded = Base64Decode(data);
-    if (!decoded) return InvalidParams("data", "data is not valid base64");
-    data = *decoded;
+    ABX_ASSIGN_OR_RETURN(decoded, DecodeBase64Data(data));
+    data = decoded;
   }
   ABX_ASSIGN_OR_RETURN(int64_t size,
                        FilesOf(req).Write(id, path, data, mode, append.value_or(false), &req.cancel()));

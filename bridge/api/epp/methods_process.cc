@@ -2,7 +2,6 @@
 #include "bridge/api/epp/methods.h"
 #include "bridge/api/epp/params.h"
 #include "bridge/api/epp/session.h"
-#include "bridge/base/base64.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
 #include "bridge/core/exec/process_stdin.h"
@@ -92,14 +91,9 @@ Result<std::string> ProcessStdin(Request& req) {
   ABX_ASSIGN_OR_RETURN(write.exec_id, p.RequiredString("exec_id"));
   if (write.exec_id.empty()) return InvalidParams("exec_id", "exec_id must not be empty");
   ABX_ASSIGN_OR_RETURN(auto data, p.String("data"));
-  ABX_ASSIGN_OR_RETURN(auto encoding, p.String("encoding"));
-  if (encoding && *encoding != "utf8" && *encoding != "base64") {
-    return InvalidParams("encoding", "encoding must be utf8 or base64");
-  }
+  ABX_ASSIGN_OR_RETURN(std::string encoding, DataEncoding(p));
   if (data && encoding == "base64") {
-    auto decoded = Base64Decode(*data);
-    if (!decoded) return InvalidParams("data", "data is not valid base64");
-    write.data = std::move(*decoded);
+    ABX_ASSIGN_OR_RETURN(write.data, DecodeBase64Data(*data));
   } else if (data) {
     write.data = std::move(*data);
   }

@@ -100,14 +100,9 @@ Result<std::string> PtyInput(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, p.RequiredString("pty_id"));
   ABX_ASSIGN_OR_RETURN(std::string data, p.RequiredString("data"));
-  ABX_ASSIGN_OR_RETURN(auto encoding, p.String("encoding"));
-  if (encoding && *encoding != "utf8" && *encoding != "base64") {
-    return InvalidParams("encoding", "encoding must be utf8 or base64");
-  }
-  if (encoding == std::optional<std::string>("base64")) {
-    auto decoded = Base64Decode(data);
-    if (!decoded) return InvalidParams("data", "data is not base64");
-    data = std::move(*decoded);
+  ABX_ASSIGN_OR_RETURN(std::string encoding, DataEncoding(p));
+  if (encoding == "base64") {
+    ABX_ASSIGN_OR_RETURN(data, DecodeBase64Data(data));
   }
   Status st = TerminalsOf(req).Input(id, pty_id, req.session().terminal_holder().get(), std::move(data));
   if (!st.ok()) return st.error();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "bridge/base/base64.h"
 #include "bridge/core/files/files.h"
 
 namespace abx::epp {
@@ -99,6 +100,19 @@ Result<std::optional<int>> OctalMode(const Params& params, const char* key) {
   auto mode = core::ParseOctalMode(*text);
   if (!mode) return InvalidParams(key, std::string(key) + " must be an octal string like \"0644\"");
   return std::optional<int>(*mode);
+}
+
+Result<std::string> DataEncoding(const Params& params) {
+  ABX_ASSIGN_OR_RETURN(auto encoding, params.String("encoding"));
+  const std::string e = encoding.value_or("utf8");
+  if (e != "utf8" && e != "base64") return InvalidParams("encoding", "encoding must be utf8 or base64");
+  return e;
+}
+
+Result<std::string> DecodeBase64Data(std::string_view data) {
+  std::optional<std::string> decoded = Base64Decode(data);
+  if (!decoded) return InvalidParams("data", "data is not valid base64");
+  return std::move(*decoded);
 }
 
 Result<std::string> SandboxId(const Params& params) {

@@ -41,4 +41,10 @@ Result<std::optional<int>> OctalMode(const Params& params, const char* key);
 // The sandbox id every sandbox-scoped method requires.
 Result<std::string> SandboxId(const Params& params);
 
+// How `data` is given (files.read/write, process.stdin, pty.input): `encoding`, "utf8"
+// when absent, else "base64"; anything else is -32602 naming it.
+Result<std::string> DataEncoding(const Params& params);
+// `data` given as base64, decoded; -32602 naming `data` when it is not base64.
+Result<std::string> DecodeBase64Data(std::string_view data);
+
 }  // namespace abx::epp

@@ -5,9 +5,16 @@
 //   abx-opensandbox-bridge stop     [--socket PATH]
 //   abx-opensandbox-bridge sandboxes [--socket PATH] [--json]
 //   abx-opensandbox-bridge pty SANDBOX_ID [PTY_ID] [--socket PATH]
+//   abx-opensandbox-bridge snapshot SANDBOX_ID [--name NAME] [--socket PATH]
+//   abx-opensandbox-bridge template build|list|delete … [--socket PATH]
+//   abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]
 //   abx-opensandbox-bridge --version
 //
-// The shim starts `serve` on demand; systemd may start it too (packaging/systemd/).
+// The shim starts `serve` on demand; systemd may start it too (packaging/systemd/). The
+// commands that work in a sandbox (pty, snapshot, template, watch) start one as the shim
+// does when none runs (cli_bridge.h); those about the running bridge (status, stop,
+// sandboxes) say so when there is none. `--help` on the program or a command prints its
+// usage and exits 0; a wrong use prints it on stderr and exits 2.
 
 #include <algorithm>
 #include <unistd.h>
@@ -15,11 +22,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/daemon.h"
 #include "bridge/daemon/pty_command.h"
 #include "bridge/daemon/sandboxes_command.h"
@@ -62,6 +71,47 @@ int Usage(FILE* out) {
   return out == stderr ? 2 : 0;
 }
 
+// Each command's usage: what `COMMAND --help` prints on stdout (exit 0), and a wrong use
+// of it on stderr (exit 2).
+const std::map<std::string, const char*>& CommandUsage() {
+  static const auto* usage = new std::map<std::string, const char*>{
+      {"serve",
+       "usage: abx-opensandbox-bridge serve [--socket PATH] [--idle-timeout SECONDS]\n"
+       "  runs the bridge in the foreground (the shim starts one on demand)\n"},
+      {"status",
+       "usage: abx-opensandbox-bridge status [--socket PATH] [--json]\n"
+       "  prints the running bridge's stats as JSON\n"},
+      {"stop",
+       "usage: abx-opensandbox-bridge stop [--socket PATH]\n"
+       "  asks the running bridge to drain and exit\n"},
+      {"sandboxes",
+       "usage: abx-opensandbox-bridge sandboxes [--socket PATH] [--json]\n"
+       "  lists what the running bridge has cached per sandbox (--json for tooling)\n"},
+      {"pty",
+       "usage: abx-opensandbox-bridge pty SANDBOX_ID [PTY_ID] [--socket PATH]\n"
+       "  a terminal of the sandbox here: a new one, or PTY_ID attached; ^] detaches.\n"
+       "  Starts a bridge when none runs.\n"},
+      {"snapshot",
+       "usage: abx-opensandbox-bridge snapshot SANDBOX_ID [--name NAME] [--socket PATH]\n"
+       "  a snapshot of the sandbox, once Ready; prints its id. Starts a bridge when none runs.\n"},
+      {"watch",
+       "usage: abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]\n"
+       "  changes under PATH as they happen, one line each (\"create /tmp/x\"); ^C stops.\n"
+       "  Starts a bridge when none runs.\n"},
+  };
+  return *usage;
+}
+
+int CommandUsageOf(const std::string& command, FILE* out) {
+  if (command == "template") {
+    abx::daemon::PrintTemplateUsage(out);
+    std::fprintf(out, "  Starts a bridge when none runs.\n");
+  } else {
+    std::fprintf(out, "%s", CommandUsage().at(command));
+  }
+  return out == stderr ? 2 : 0;
+}
+
 std::unique_ptr<pb::Bridge::Stub> Connect(const std::string& socket) {
   return pb::Bridge::NewStub(
       grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
@@ -73,8 +123,7 @@ int Stop(const std::string& socket) {
   pb::StopReply reply;
   grpc::Status status = Connect(socket)->Stop(&context, pb::StopRequest(), &reply);
   if (!status.ok()) {
-    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
-                 status.error_message().c_str());
+    std::fprintf(stderr, "%s\n", abx::daemon::CallError(status, socket).c_str());
     return 1;
   }
   std::printf("stopping: %lld session(s) still open will be allowed to finish\n",
@@ -92,6 +141,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--help" || command == "-h" || command == "help") return Usage(stdout);
+  if (command != "template" && CommandUsage().count(command) == 0) {
+    std::fprintf(stderr, "unknown command %s\n", command.c_str());
+    return Usage(stderr);
+  }
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return CommandUsageOf(command, stdout);
+  }
 
   abx::daemon::ServeOptions options;
   options.socket_path = abx::ResolveSocketPath(abx::kBuildId);
@@ -105,8 +162,17 @@ int main(int argc, char** argv) {
     const long seconds = std::strtol(lease, &end, 10);
     if (end != lease && *end == '\0' && seconds >= 3 && seconds <= 3600) options.sandbox_lease_s = static_cast<int>(seconds);
   }
+  abx::daemon::BridgeAddress bridge;
+  bridge.build_id = abx::kBuildId;
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--socket") {
+      options.socket_path = argv[i + 1];
+      bridge.explicit_socket = true;
+    }
+  }
+  bridge.socket = options.socket_path;
   if (command == "template") {
-    return abx::daemon::RunTemplateCommand(options.socket_path, std::vector<std::string>(argv + 2, argv + argc));
+    return abx::daemon::RunTemplateCommand(bridge, std::vector<std::string>(argv + 2, argv + argc));
   }
   bool json = false;
   bool recursive = false;
@@ -123,37 +189,35 @@ int main(int argc, char** argv) {
     } else if (arg == "--json" && (command == "sandboxes" || command == "status")) {
       json = true;  // `status` prints JSON either way
     } else if (arg == "--socket" && i + 1 < argc) {
-      options.socket_path = argv[++i];
-    } else if (arg == "--idle-timeout" && i + 1 < argc) {
+      ++i;  // read above
+    } else if (arg == "--idle-timeout" && command == "serve" && i + 1 < argc) {
       char* end = nullptr;
       const long seconds = std::strtol(argv[++i], &end, 10);
       if (*end != '\0' || seconds < 0) {
         std::fprintf(stderr, "--idle-timeout takes a number of seconds\n");
-        return 2;
+        return CommandUsageOf(command, stderr);
       }
       options.idle_timeout = std::chrono::seconds(seconds);
     } else {
       std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return Usage(stderr);
+      return CommandUsageOf(command, stderr);
     }
   }
-  if (command == "serve") {
-    return abx::daemon::Serve(options);
-  }
+  if (command == "serve") return abx::daemon::Serve(options);
   if (command == "status") return abx::daemon::PrintStatus(options.socket_path);
   if (command == "stop") return Stop(options.socket_path);
   if (command == "sandboxes") return abx::daemon::PrintCachedSandboxes(options.socket_path, json);
-  if (command == "pty") {
-    if (operands.empty() || operands.size() > 2) return Usage(stderr);
-    return abx::daemon::AttachTerminal(options.socket_path, operands[0], operands.size() > 1 ? operands[1] : "");
+  const size_t wanted_min = command == "watch" ? 2 : 1;
+  const size_t wanted_max = command == "snapshot" ? 1 : 2;
+  if (operands.size() < wanted_min || operands.size() > wanted_max) {
+    std::fprintf(stderr, "%s takes %s\n", command.c_str(),
+                 command == "pty" ? "a sandbox id and, to attach, a terminal id"
+                 : command == "watch" ? "a sandbox id and a path" : "a sandbox id");
+    return CommandUsageOf(command, stderr);
   }
-  if (command == "watch") {
-    if (operands.size() != 2) return Usage(stderr);
-    return abx::daemon::WatchPath(options.socket_path, operands[0], operands[1], recursive);
-  }
-  if (command == "snapshot") {
-    if (operands.size() != 1) return Usage(stderr);
-    return abx::daemon::TakeSnapshot(options.socket_path, operands[0], snapshot_name);
-  }
-  return Usage(stderr);
+  std::string socket;
+  if (!bridge.Reach(command.c_str(), &socket)) return 1;
+  if (command == "pty") return abx::daemon::AttachTerminal(socket, operands[0], operands.size() > 1 ? operands[1] : "");
+  if (command == "watch") return abx::daemon::WatchPath(socket, operands[0], operands[1], recursive);
+  return abx::daemon::TakeSnapshot(socket, operands[0], snapshot_name);
 }

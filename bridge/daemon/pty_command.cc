@@ -17,6 +17,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/cli_config.h"
 #include "bridge/daemon/terminal_redraw.h"
 #include "proto/terminal.grpc.pb.h"
@@ -99,7 +100,7 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
       status = open_terminal();
     }
     if (!status.ok()) {
-      std::fprintf(stderr, "abx-opensandbox-bridge pty: %s\n", status.error_message().c_str());
+      std::fprintf(stderr, "abx-opensandbox-bridge pty: %s\n", CallError(status, socket).c_str());
       return 1;
     }
     pty_id = opened.pty_id();
@@ -251,7 +252,7 @@ int AttachTerminal(const std::string& socket, const std::string& sandbox_id, std
   }
   grpc::Status status = stream->Finish();
   if (ended.empty() && !status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
-    std::fprintf(stderr, "\nabx-opensandbox-bridge pty: %s\n", status.error_message().c_str());
+    std::fprintf(stderr, "\nabx-opensandbox-bridge pty: %s\n", CallError(status, socket).c_str());
     return 1;
   }
   std::fprintf(stderr, "\n[%s]\n", ended.empty() ? "ended" : ended.c_str());

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/base/json.h"
+#include "bridge/daemon/cli_bridge.h"
 #include "proto/bridge.grpc.pb.h"
 
 namespace abx::daemon {
@@ -69,8 +70,7 @@ int PrintCachedSandboxes(const std::string& socket, bool json) {
   pb::ListCachedSandboxesReply reply;
   grpc::Status status = stub->ListCachedSandboxes(&context, pb::ListCachedSandboxesRequest(), &reply);
   if (!status.ok()) {
-    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
-                 status.error_message().c_str());
+    std::fprintf(stderr, "%s\n", CallError(status, socket).c_str());
     return 1;
   }
   if (json) {

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/cli_config.h"
 #include "bridge/daemon/interrupt_cancels.h"
 #include "proto/snapshots.grpc.pb.h"
@@ -30,7 +31,7 @@ int TakeSnapshot(const std::string& socket, const std::string& sandbox_id, const
   const grpc::Status status = stub->Take(&context, request, &snapshot);
   interrupts.Done();
   if (!status.ok()) {
-    std::fprintf(stderr, "snapshot failed: %s\n", status.error_message().c_str());
+    std::fprintf(stderr, "snapshot failed: %s\n", CallError(status, socket).c_str());
     return 1;
   }
   std::fprintf(stderr, "snapshot %s of %s is %s%s\n", snapshot.id().c_str(), snapshot.sandbox_id().c_str(),

@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "bridge/base/json.h"
+#include "bridge/daemon/cli_bridge.h"
 #include "proto/bridge.grpc.pb.h"
 
 namespace abx::daemon {
@@ -71,8 +72,7 @@ int PrintStatus(const std::string& socket) {
   pb::StatsReply reply;
   grpc::Status status = stub->Stats(&context, pb::StatsRequest(), &reply);
   if (!status.ok()) {
-    std::fprintf(stderr, "no bridge answers at %s: %s\n", socket.c_str(),
-                 status.error_message().c_str());
+    std::fprintf(stderr, "%s\n", CallError(status, socket).c_str());
     return 1;
   }
   std::printf("%s\n", StatusJson(socket, reply).c_str());

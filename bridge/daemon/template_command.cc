@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/cli_config.h"
 #include "bridge/daemon/interrupt_cancels.h"
 #include "common/limits.h"
@@ -67,7 +68,7 @@ bool AddFile(const std::string& spec, pb::BuildTemplateRequest* request, size_t*
   return true;
 }
 
-int Build(const std::string& socket, const std::string& name, const std::vector<std::string>& args) {
+int Build(const BridgeAddress& bridge, const std::string& name, const std::vector<std::string>& args) {
   InterruptCancels interrupts;  // ^C cancels the call; before gRPC starts its threads
   pb::BuildTemplateRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
@@ -93,6 +94,8 @@ int Build(const std::string& socket, const std::string& name, const std::vector<
   }
   if (request.run_size() == 0) return Usage("a build needs at least one --run COMMAND");
 
+  std::string socket;
+  if (!bridge.Reach("template build", &socket)) return 1;
   grpc::ClientContext context;
   interrupts.Watch(&context, "\ncancelling...\n");
   auto reader = Connect(socket)->Build(&context, request);
@@ -132,7 +135,7 @@ int Build(const std::string& socket, const std::string& name, const std::vector<
                  built->snapshot_id().c_str());
     return 0;
   }
-  std::fprintf(stderr, "template build failed: %s\n", status.error_message().c_str());
+  std::fprintf(stderr, "template build failed: %s\n", CallError(status, socket).c_str());
   if (failed) {
     std::fprintf(stderr, "command %d (%s) exited with %d\n", failed->step() + 1,
                  failed->step() < request.run_size() ? request.run(failed->step()).c_str() : "?",
@@ -142,14 +145,16 @@ int Build(const std::string& socket, const std::string& name, const std::vector<
   return 1;
 }
 
-int List(const std::string& socket) {
+int List(const BridgeAddress& bridge) {
+  std::string socket;
+  if (!bridge.Reach("template list", &socket)) return 1;
   pb::ListTemplatesRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
   grpc::ClientContext context;
   pb::ListTemplatesReply reply;
   const grpc::Status status = Connect(socket)->List(&context, request, &reply);
   if (!status.ok()) {
-    std::fprintf(stderr, "template list failed: %s\n", status.error_message().c_str());
+    std::fprintf(stderr, "template list failed: %s\n", CallError(status, socket).c_str());
     return 1;
   }
   if (reply.templates_size() == 0) std::fprintf(stderr, "no templates\n");
@@ -159,7 +164,9 @@ int List(const std::string& socket) {
   return 0;
 }
 
-int Delete(const std::string& socket, const std::string& name) {
+int Delete(const BridgeAddress& bridge, const std::string& name) {
+  std::string socket;
+  if (!bridge.Reach("template delete", &socket)) return 1;
   pb::DeleteTemplateRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
   request.set_name(name);
@@ -167,7 +174,7 @@ int Delete(const std::string& socket, const std::string& name) {
   pb::DeleteTemplateReply reply;
   const grpc::Status status = Connect(socket)->Delete(&context, request, &reply);
   if (!status.ok()) {
-    std::fprintf(stderr, "template delete failed: %s\n", status.error_message().c_str());
+    std::fprintf(stderr, "template delete failed: %s\n", CallError(status, socket).c_str());
     return 1;
   }
   std::printf(reply.deleted() ? "deleted %s\n" : "no template %s\n", name.c_str());
@@ -176,23 +183,25 @@ int Delete(const std::string& socket, const std::string& name) {
 
 }  // namespace
 
-int RunTemplateCommand(std::string socket, const std::vector<std::string>& args) {
-  // --socket may stand anywhere; the rest belongs to the subcommand.
+void PrintTemplateUsage(FILE* out) { std::fprintf(out, "%s", kUsage); }
+
+int RunTemplateCommand(const BridgeAddress& bridge, const std::vector<std::string>& args) {
+  // --socket may stand anywhere (the caller read it); the rest belongs to the subcommand.
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--socket" && i + 1 < args.size()) {
-      socket = args[++i];
+      ++i;
     } else {
       rest.push_back(args[i]);
     }
   }
   if (rest.empty()) return Usage("template needs build, list or delete");
   const std::string& sub = rest[0];
-  if (sub == "list") return rest.size() == 1 ? List(socket) : Usage("template list takes no operand");
-  if (sub == "delete") return rest.size() == 2 ? Delete(socket, rest[1]) : Usage("template delete NAME");
+  if (sub == "list") return rest.size() == 1 ? List(bridge) : Usage("template list takes no operand");
+  if (sub == "delete") return rest.size() == 2 ? Delete(bridge, rest[1]) : Usage("template delete NAME");
   if (sub == "build") {
     if (rest.size() < 2 || rest[1].rfind("--", 0) == 0) return Usage("template build NAME ...");
-    return Build(socket, rest[1], std::vector<std::string>(rest.begin() + 2, rest.end()));
+    return Build(bridge, rest[1], std::vector<std::string>(rest.begin() + 2, rest.end()));
   }
   return Usage(("unknown template command " + sub).c_str());
 }

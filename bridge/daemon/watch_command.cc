@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/cli_config.h"
 #include "bridge/daemon/interrupt_cancels.h"
 #include "proto/files.grpc.pb.h"
@@ -50,7 +51,7 @@ int WatchPath(const std::string& socket, const std::string& sandbox_id, const st
     return 1;
   }
   if (!status.ok()) {
-    std::fprintf(stderr, "watch failed: %s\n", status.error_message().c_str());
+    std::fprintf(stderr, "watch failed: %s\n", CallError(status, socket).c_str());
     return 1;
   }
   return 0;

@@ -518,5 +518,56 @@ TEST_F(BridgeOpsTest, ServeNeverReplacesASocketSomeoneElseListensOn) {
   ::close(fd);
 }
 
+// The CLI a person meets first, with no bridge running: --help (or -h) on every command
+// prints its usage on stdout and exits 0; a wrong use prints it on stderr and exits 2; a
+// command about the running bridge says in a sentence that there is none, and starts
+// nothing; a command that works with the server starts a bridge as the shim does.
+TEST_F(BridgeOpsTest, TheCliHelpsAndStartsABridgeOnDemand) {
+  const std::string socket = socket_dir() + "/cli-on-demand.sock";
+  std::string out, err;
+  auto run = [&](const std::vector<std::string>& args) -> int {
+    std::string command = "'" + BridgeBinary() + "'";
+    for (const std::string& arg : args) command += " '" + arg + "'";
+    command += " >'" + root_dir() + "/cli.out' 2>'" + root_dir() + "/cli.err'";
+    std::string ignored;
+    auto status = RunCommand({"/bin/sh", "-c", command}, ShimEnv(), Millis(20000), &ignored);
+    out = ReadFile(root_dir() + "/cli.out");
+    err = ReadFile(root_dir() + "/cli.err");
+    return status && status->exited ? status->code : -1;
+  };
+  for (const char* command : {"serve", "status", "stop", "sandboxes", "pty", "snapshot", "template", "watch"}) {
+    for (const char* flag : {"--help", "-h"}) {
+      EXPECT_EQ(run({command, flag, "--socket", socket}), 0) << command << " " << flag << ": " << err;
+      EXPECT_EQ(out.rfind(std::string("usage: abx-opensandbox-bridge ") + command, 0), 0u) << out;
+      EXPECT_EQ(err, "") << command << " " << flag;
+    }
+  }
+  for (const std::vector<std::string>& wrong : std::vector<std::vector<std::string>>{
+           {"pty"}, {"watch", "sandbox-only"}, {"snapshot", "a", "b"}, {"template", "nonsense"}, {"status", "--bogus"}}) {
+    std::vector<std::string> args = wrong;
+    args.insert(args.end(), {"--socket", socket});
+    EXPECT_EQ(run(args), 2) << wrong[0] << ": " << err;
+    EXPECT_EQ(out, "") << wrong[0];
+    EXPECT_NE(err.find("usage: abx-opensandbox-bridge " + wrong[0]), std::string::npos) << err;
+  }
+  EXPECT_FALSE(FileExists(socket)) << "a usage error started a bridge";
+
+  // About the running bridge: there is none, said as a sentence; none is started.
+  for (const char* command : {"status", "sandboxes", "stop"}) {
+    EXPECT_EQ(run({command, "--socket", socket}), 1) << command;
+    EXPECT_NE(err.find("no bridge answers at " + socket), std::string::npos) << err;
+    EXPECT_EQ(err.find("UNKNOWN"), std::string::npos) << err;
+    EXPECT_EQ(err.find("failed to connect"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(FileExists(socket)) << "status, sandboxes or stop started a bridge";
+
+  // Working with the server: a bridge is started on demand, and stays for the next one.
+  EXPECT_EQ(run({"template", "list", "--socket", socket}), 0) << err;
+  EXPECT_TRUE(FileExists(socket));
+  EXPECT_EQ(run({"status", "--socket", socket}), 0) << err;
+  EXPECT_NE(out.find("\"socket\":\"" + socket + "\""), std::string::npos) << out;
+  EXPECT_EQ(run({"stop", "--socket", socket}), 0) << err;
+}
+
 }  // namespace
 }  // namespace abx::e2e

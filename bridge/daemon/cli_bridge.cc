@@ -1,0 +1,69 @@
+#include "bridge/daemon/cli_bridge.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "epp-shim/bridge_client.h"
+#include "epp-shim/shim_log.h"
+
+namespace abx::daemon {
+namespace {
+
+// This binary, which is the bridge the CLI starts.
+std::string OwnPath() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool explicit_socket,
+                    std::string* answering, std::string* error) {
+  SetShimLogProgram("abx-opensandbox-bridge");
+  BridgeClientOptions options = BridgeClientOptions::FromEnvironment(build_id);
+  options.socket_path = socket;
+  options.explicit_socket = options.explicit_socket || explicit_socket;
+  const std::string self = OwnPath();
+  if (!self.empty()) options.bridge_binary = self;
+  BridgeClient client(options);
+  BridgeConnection connection;
+  std::string why;
+  if (!client.Connect(&connection, &why)) {
+    *error = "no bridge could be reached or started: " + why;
+    return false;
+  }
+  *answering = connection.socket_path;
+  return true;
+}
+
+bool BridgeAddress::Reach(const char* command, std::string* answering) const {
+  std::string error;
+  if (BridgeOnDemand(build_id, socket, explicit_socket, answering, &error)) return true;
+  std::fprintf(stderr, "%s: %s\n", command, error.c_str());
+  return false;
+}
+
+std::string CallError(const grpc::Status& status, const std::string& socket) {
+  const std::string& message = status.error_message();
+  // gRPC's own words for a socket nobody answers on; the bridge's errors (its E8002 for
+  // an unreachable server is UNAVAILABLE too) are sentences of its own.
+  const bool no_bridge = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                         (message.find("failed to connect") != std::string::npos ||
+                          message.find("Socket closed") != std::string::npos ||
+                          message.find("Connection reset") != std::string::npos ||
+                          message.find("connections to all backends failing") != std::string::npos);
+  if (no_bridge) {
+    return "no bridge answers at " + socket +
+           " (the shim starts one on demand, as pty, snapshot, template and watch do; or run "
+           "`abx-opensandbox-bridge serve`)";
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && message == "Deadline Exceeded") {
+    return "the bridge at " + socket + " did not answer in time";
+  }
+  return message.empty() ? "the bridge refused the call" : message;
+}
+
+}  // namespace abx::daemon

@@ -4,8 +4,9 @@
 // (docs/ARCHITECTURE.md, "core/ by capability"), so it holds their state as Parts, made on
 // first use by the capability's own accessor (WarmPoolOf, WatchesOf, TerminalsOf).
 //
-// The holder stops its parts (Stop, newest first) when it starts to go, while what they use
-// still exists, and destroys them in the same order.
+// Parts are stopped (Stop, newest first) by the BridgeCore as it starts to go, its own and
+// each EndpointCache's, while what they use still exists; each holder destroys its parts
+// in the same order.
 
 #include <memory>
 #include <mutex>
@@ -17,7 +18,8 @@ namespace abx::core {
 class Part {
  public:
   virtual ~Part() = default;
-  // The holder is going: end what runs in the background. Called once, before destruction.
+  // The core is going: end what runs in the background. May come more than once (the
+  // daemon's orderly stop shuts the pool down first).
   virtual void Stop() {}
 };
 

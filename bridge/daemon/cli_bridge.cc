@@ -48,17 +48,18 @@ bool BridgeAddress::Reach(const char* command, std::string* answering) const {
 
 std::string CallError(const grpc::Status& status, const std::string& socket) {
   const std::string& message = status.error_message();
-  // gRPC's own words for a socket nobody answers on; the bridge's errors (its E8002 for
-  // an unreachable server is UNAVAILABLE too) are sentences of its own.
+  // The bridge's errors begin with their EPP code (its E8002 for an unreachable server is
+  // UNAVAILABLE too, and may quote curl's "Connection reset"): they pass as they are.
+  if (message.rfind("E8", 0) == 0) return message;
+  // gRPC's own words for a socket nobody answers on.
   const bool no_bridge = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                         (message.find("failed to connect") != std::string::npos ||
-                          message.find("Socket closed") != std::string::npos ||
-                          message.find("Connection reset") != std::string::npos ||
-                          message.find("connections to all backends failing") != std::string::npos);
+                         (message.find("failed to connect to all addresses") != std::string::npos ||
+                          message.find("connections to all backends failing") != std::string::npos ||
+                          message == "Socket closed");
   if (no_bridge) {
     return "no bridge answers at " + socket +
            " (the shim starts one on demand, as pty, snapshot, template and watch do; or run "
-           "`abx-opensandbox-bridge serve`)";
+           "`abx-opensandbox-bridge serve --socket " + socket + "`)";
   }
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && message == "Deadline Exceeded") {
     return "the bridge at " + socket + " did not answer in time";

@@ -102,6 +102,13 @@ const std::map<std::string, const char*>& CommandUsage() {
   return *usage;
 }
 
+// Flags whose next argument is their value (a --name of "-h" is a name), never read as a
+// flag of its own.
+bool TakesValue(const std::string& arg) {
+  return arg == "--socket" || arg == "--name" || arg == "--idle-timeout" || arg == "--from" || arg == "--file" ||
+         arg == "--run" || arg == "--timeout";
+}
+
 int CommandUsageOf(const std::string& command, FILE* out) {
   if (command == "template") {
     abx::daemon::PrintTemplateUsage(out);
@@ -145,10 +152,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown command %s\n", command.c_str());
     return Usage(stderr);
   }
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") return CommandUsageOf(command, stdout);
-  }
 
   abx::daemon::ServeOptions options;
   options.socket_path = abx::ResolveSocketPath(abx::kBuildId);
@@ -164,10 +167,15 @@ int main(int argc, char** argv) {
   }
   abx::daemon::BridgeAddress bridge;
   bridge.build_id = abx::kBuildId;
-  for (int i = 2; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--socket") {
-      options.socket_path = argv[i + 1];
-      bridge.explicit_socket = true;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return CommandUsageOf(command, stdout);
+    if (TakesValue(arg) && i + 1 < argc) {
+      if (arg == "--socket") {
+        options.socket_path = argv[i + 1];
+        bridge.explicit_socket = true;
+      }
+      ++i;
     }
   }
   bridge.socket = options.socket_path;

@@ -69,7 +69,6 @@ bool AddFile(const std::string& spec, pb::BuildTemplateRequest* request, size_t*
 }
 
 int Build(const BridgeAddress& bridge, const std::string& name, const std::vector<std::string>& args) {
-  InterruptCancels interrupts;  // ^C cancels the call; before gRPC starts its threads
   pb::BuildTemplateRequest request;
   *request.mutable_config() = ConfigFromEnvironment();
   request.set_name(name);
@@ -96,6 +95,9 @@ int Build(const BridgeAddress& bridge, const std::string& name, const std::vecto
 
   std::string socket;
   if (!bridge.Reach("template build", &socket)) return 1;
+  // ^C cancels the call: blocked here, once the bridge answers (a ^C while one starts
+  // still ends the command) and before gRPC starts its threads.
+  InterruptCancels interrupts;
   grpc::ClientContext context;
   interrupts.Watch(&context, "\ncancelling...\n");
   auto reader = Connect(socket)->Build(&context, request);
@@ -189,8 +191,13 @@ int RunTemplateCommand(const BridgeAddress& bridge, const std::vector<std::strin
   // --socket may stand anywhere (the caller read it); the rest belongs to the subcommand.
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--socket" && i + 1 < args.size()) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--socket" && has_value) {
       ++i;
+    } else if ((args[i] == "--from" || args[i] == "--file" || args[i] == "--run" || args[i] == "--timeout") &&
+               has_value) {
+      rest.push_back(args[i]);  // with its value, whatever it looks like
+      rest.push_back(args[++i]);
     } else {
       rest.push_back(args[i]);
     }

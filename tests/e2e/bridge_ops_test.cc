@@ -543,7 +543,8 @@ TEST_F(BridgeOpsTest, TheCliHelpsAndStartsABridgeOnDemand) {
     }
   }
   for (const std::vector<std::string>& wrong : std::vector<std::vector<std::string>>{
-           {"pty"}, {"watch", "sandbox-only"}, {"snapshot", "a", "b"}, {"template", "nonsense"}, {"status", "--bogus"}}) {
+           {"pty"}, {"watch", "sandbox-only"}, {"snapshot", "a", "b"}, {"template", "nonsense"}, {"status", "--bogus"},
+           {"snapshot", "--name", "-h"}}) {  // -h as a flag's value is no request for help
     std::vector<std::string> args = wrong;
     args.insert(args.end(), {"--socket", socket});
     EXPECT_EQ(run(args), 2) << wrong[0] << ": " << err;

@@ -47,6 +47,26 @@ expect_violation api/methods.cc bridge/core/code/code.h "//bridge/api does not d
 # A header in no layer.
 expect_violation api/methods.cc bridge/tools/x.h "in no layer"
 
+# A package left out of the layers: its files would go unchecked.
+tree=$(mktemp -d "${TEST_TMPDIR:-/tmp}/tree.XXXXXX")
+cp -rL "$fixture"/bridge "$tree"/
+chmod -R u+w "$tree"
+mkdir -p "$tree"/bridge/core/network
+printf '#include "bridge/api/methods.h"\n' >"$tree"/bridge/core/network/net.h
+out=$("$check" "$tree" "$fixture/layers" "$fixture/deps" 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "an unlisted package: exit $rc, wanted 1"
+grep -qF "bridge/core/network has sources but is no layer" <<<"$out" || fail "an unlisted package is not named: $out"
+
+# Any spacing of the directive is read.
+printf '#  include "bridge/core/exec/exec.h"\n' >"$tree"/bridge/core/spaced.h
+rm -r "$tree"/bridge/core/network
+out=$("$check" "$tree" "$fixture/layers" "$fixture/deps" 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "a spaced include: exit $rc, wanted 1"
+grep -qF "bridge/core/spaced.h includes bridge/core/exec/exec.h (core may not use core/exec)" <<<"$out" ||
+  fail "a spaced include is not read: $out"
+
 # Within one layer, any include is fine.
 run_with core/exec/exec.cc bridge/core/exec/exec.h
 [ "$rc" -eq 0 ] || fail "an include within core/exec fails: $out"

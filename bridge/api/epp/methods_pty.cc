@@ -16,7 +16,7 @@ namespace {
 
 using json::Quote;
 
-core::Terminals TerminalsOf(Request& req) {
+core::Terminals TerminalsFor(Request& req) {
   return core::Terminals(req.session().upstream().get(), &req.session().config());
 }
 
@@ -88,7 +88,7 @@ Result<std::string> PtyOpen(Request& req) {
   ABX_ASSIGN_OR_RETURN(auto keep, p.Bool("keep"));
   spec.keep = keep.value_or(false);
   ABX_ASSIGN_OR_RETURN(std::string pty_id,
-                       TerminalsOf(req).Open(
+                       TerminalsFor(req).Open(
                            spec, req.session().terminal_holder(),
                            [&](const std::string& id) { req.Respond("{\"pty_id\":" + Quote(id) + "}"); },
                            &req.cancel()));
@@ -104,7 +104,7 @@ Result<std::string> PtyInput(Request& req) {
   if (encoding == "base64") {
     ABX_ASSIGN_OR_RETURN(data, DecodeBase64Data(data));
   }
-  Status st = TerminalsOf(req).Input(id, pty_id, req.session().terminal_holder().get(), std::move(data));
+  Status st = TerminalsFor(req).Input(id, pty_id, req.session().terminal_holder().get(), std::move(data));
   if (!st.ok()) return st.error();
   return std::string("{}");
 }
@@ -115,7 +115,7 @@ Result<std::string> PtyResize(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string pty_id, p.RequiredString("pty_id"));
   ABX_ASSIGN_OR_RETURN(int cols, Dimension(p, "cols", std::nullopt));
   ABX_ASSIGN_OR_RETURN(int rows, Dimension(p, "rows", std::nullopt));
-  Status st = TerminalsOf(req).Resize(id, pty_id, req.session().terminal_holder().get(), cols, rows);
+  Status st = TerminalsFor(req).Resize(id, pty_id, req.session().terminal_holder().get(), cols, rows);
   if (!st.ok()) return st.error();
   return std::string("{}");
 }
@@ -130,7 +130,7 @@ Result<std::string> PtySignal(Request& req) {
     else if (v->IsInt()) signal = std::to_string(v->GetInt());
   }
   if (signal.empty()) return InvalidParams("signal", "signal must be a signal name or number");
-  Status st = TerminalsOf(req).Signal(id, pty_id, req.session().terminal_holder().get(), signal);
+  Status st = TerminalsFor(req).Signal(id, pty_id, req.session().terminal_holder().get(), signal);
   if (!st.ok()) return st.error();
   return std::string("{}");
 }
@@ -143,7 +143,7 @@ Result<std::string> PtyAttach(Request& req) {
   if (since && *since < 0) return InvalidParams("since", "since must not be negative");
   std::optional<uint64_t> from;
   if (since) from = static_cast<uint64_t>(*since);
-  Status st = TerminalsOf(req).Attach(
+  Status st = TerminalsFor(req).Attach(
       id, pty_id, from, req.session().terminal_holder(),
       [&](uint64_t offset, uint64_t lost) {
         req.Respond("{\"pty_id\":" + Quote(pty_id) + ",\"offset\":" + std::to_string(offset) +
@@ -158,7 +158,7 @@ Result<std::string> PtyList(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(Params(req.params())));
   std::string out = "{\"terminals\":[";
   bool first = true;
-  for (const core::TerminalInfo& t : TerminalsOf(req).List(id)) {
+  for (const core::TerminalInfo& t : TerminalsFor(req).List(id)) {
     out += std::string(first ? "" : ",") + "{\"pty_id\":" + Quote(t.pty_id) +
            ",\"running\":" + (t.running ? "true" : "false") + ",\"offset\":" + std::to_string(t.offset) +
            ",\"attached\":" + (t.attached ? "true" : "false") + "}";
@@ -172,7 +172,7 @@ Result<std::string> PtyClose(Request& req) {
   ABX_ASSIGN_OR_RETURN(std::string id, SandboxId(p));
   ABX_ASSIGN_OR_RETURN(std::string pty_id, p.RequiredString("pty_id"));
   if (pty_id.empty()) return InvalidParams("pty_id", "pty_id must not be empty");
-  ABX_ASSIGN_OR_RETURN(bool closed, TerminalsOf(req).Close(id, pty_id, &req.cancel()));
+  ABX_ASSIGN_OR_RETURN(bool closed, TerminalsFor(req).Close(id, pty_id, &req.cancel()));
   return std::string("{\"closed\":") + (closed ? "true" : "false") + "}";
 }
 

@@ -156,9 +156,13 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
       return;
     }
     writing_ = true;
-    ws_.text(out_.front().first);
-    ws_.async_write(net::buffer(out_.front().second), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->out_.pop_front();
+    // Out of the queue while it is written, and kept until the write completes: the write
+    // reads it until then, even after an Abort (Finish) has let the queue go.
+    in_flight_ = std::move(out_.front());
+    out_.pop_front();
+    ws_.text(in_flight_.first);
+    ws_.async_write(net::buffer(in_flight_.second), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->ended_) return;  // aborted meanwhile: Finish has said what was not sent
       if (ec) {
         self->writing_ = false;  // what is left was never begun
         return self->Finish(ec, "");
@@ -177,7 +181,7 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
     if (ec != websocket::error::closed || end.close_code == 0) {
       end.error = *why ? why : ec ? ec.message() : "the connection ended";
     }
-    if (writing_ && !out_.empty()) out_.pop_front();  // under way: maybe arrived
+    // The message being written is in neither list: it may or may not have arrived.
     end.unsent.assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
     out_.clear();
     beast::error_code ignored;
@@ -197,6 +201,7 @@ class Connection final : public WebSocket, public std::enable_shared_from_this<C
   Handlers handlers_;
   beast::flat_buffer in_;
   std::deque<std::pair<bool, std::string>> out_;
+  std::pair<bool, std::string> in_flight_;  // while writing_
   bool writing_ = false;
   bool close_requested_ = false;
   bool closing_ = false;

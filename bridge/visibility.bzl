@@ -27,6 +27,7 @@ FILES_USERS = ["//bridge/core/sandboxes:__pkg__"] + _FRONT_DOORS + _TESTING
 SANDBOXES_USERS = ["//bridge/daemon:__pkg__"] + _FRONT_DOORS + _TESTING
 CODE_USERS = _FRONT_DOORS + _TESTING
 TERMINALS_USERS = _FRONT_DOORS + _TESTING
+NETWORK_USERS = _FRONT_DOORS + _TESTING
 EPP_USERS = ["//bridge/api/grpc:__pkg__"] + _TESTING
 GRPC_USERS = ["//bridge/daemon:__pkg__"] + _TESTING
 SRCS_USERS = ["//bridge:__pkg__", "//tests/e2e/other_build:__pkg__"]

@@ -84,6 +84,13 @@ Result<std::string> ParseNetworkPolicy(const std::string& text) {
   if (doc.HasParseError() || !doc.IsObject()) {
     return InvalidParams("network_policy", "network_policy must be a JSON object");
   }
+  // The contract's spelling (docs/epp1.md §3, sandbox.network) becomes upstream's.
+  if (auto snake = doc.FindMember("default_action"); snake != doc.MemberEnd()) {
+    if (doc.HasMember("defaultAction")) {
+      return InvalidParams("network_policy", "network_policy names default_action and defaultAction: give one");
+    }
+    snake->name.SetString("defaultAction", doc.GetAllocator());
+  }
   auto action = doc.FindMember("defaultAction");
   if (action != doc.MemberEnd() &&
       !(action->value.IsString() && (std::string(action->value.GetString()) == "allow" ||

@@ -133,6 +133,7 @@ Result<HttpAnswer> HttpCaller::Send(const HttpCall& call, const CancelToken* can
     const bool transient = answer.status == 502 || answer.status == 503 || answer.status == 504 ||
                            ProxyFailedItself(answer.status, answer.body);
     if (last || !transient || !Backoff(attempt, cancel)) {
+      if (call.any_status) return answer;
       return FromHttpStatus(answer.status, answer.body, answer.Header("x-request-id"), what);
     }
   }

@@ -43,6 +43,9 @@ struct HttpCall {
   // mid-answer, 502/503/504) is retried a few times with backoff. Never set for calls
   // that change state in a way a repeat would double (create, exec, write).
   bool idempotent = false;
+  // Send: an answer that is not a success comes back as it is (after the retries above),
+  // for a service whose errors are not OpenSandbox's shapes (the egress sidecar's text).
+  bool any_status = false;
 };
 
 struct HttpAnswer {

@@ -56,7 +56,7 @@ TEST_F(HandshakeTest, InitializeResultMatchesContract) {
   EXPECT_THAT(GetStrings(result, "extensions"),
               UnorderedElementsAre("exec.detached", "exec.shell", "files.search", "files.chmod",
                                    "files.transfer", "sandbox.metrics", "sandbox.snapshot",
-                                   "sandbox.metadata", "sandbox.pool", "files.watch"))
+                                   "sandbox.metadata", "sandbox.pool", "files.watch", "sandbox.network"))
       << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_line_bytes"), 8388608) << response->raw;
   EXPECT_EQ(GetInt(result, "limits.max_read_bytes"), 4194304) << response->raw;

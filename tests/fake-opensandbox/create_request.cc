@@ -5,6 +5,8 @@
 #include <regex>
 
 #include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/metadata_labels.h"
 #include "tests/fake-opensandbox/pydantic_checks.h"
@@ -194,6 +196,39 @@ Rejection BadRequest(const std::string& code, const std::string& message) {
   return Rejection{400, CodeMessageBody(code, message)};
 }
 
+// The policy as the server hands it to the egress sidecar (OPENSANDBOX_EGRESS_RULES:
+// json.dumps(model_dump(by_alias=True, exclude_none=True))): `egress` always there, an
+// unset defaultAction left out. Called once the policy passed validation.
+std::string EgressRulesEnv(const rapidjson::Value& policy) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  if (auto d = policy.FindMember("defaultAction"); d != policy.MemberEnd() && d->value.IsString()) {
+    w.Key("defaultAction");
+    w.String(d->value.GetString(), d->value.GetStringLength());
+  }
+  w.Key("egress");
+  w.StartArray();
+  if (auto egress = policy.FindMember("egress"); egress != policy.MemberEnd() && egress->value.IsArray()) {
+    for (const auto& rule : egress->value.GetArray()) {
+      w.StartObject();
+      for (const char* field : {"action", "target"}) {
+        auto it = rule.FindMember(field);
+        w.Key(field);
+        if (it != rule.MemberEnd() && it->value.IsString()) {
+          w.String(it->value.GetString(), it->value.GetStringLength());
+        } else {
+          w.String("");
+        }
+      }
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  w.EndObject();
+  return buffer.GetString();
+}
+
 }  // namespace
 
 bool ShellSplit(const std::string& text, std::vector<std::string>* words) {
@@ -369,6 +404,7 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
           }
         }
       }
+      spec->network_policy_json = EgressRulesEnv(*v);
     }
   }
   bool credential_proxy = false;

@@ -39,6 +39,7 @@ struct ExecdContext {
   std::string staging_dir;   // upload temp files: outside the root, same filesystem
   int64_t ready_after = 0;   // failing /ping calls before execd "is up"
   int64_t sse_grace_ms = 1000;
+  int egress_port = 0;  // what /proxy/18080 reaches: the egress sidecar (0: nothing)
 };
 
 }  // namespace fake_opensandbox

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/fake-opensandbox/egress_sidecar.h"
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
 #include "tests/fake-opensandbox/http_forwarder.h"
@@ -61,7 +62,7 @@ void HandleMetrics(const httplib::Request&, httplib::Response& res, ExecdContext
   res.set_content(w.Take(), "application/json; charset=utf-8");
 }
 
-void HandlePortProxy(const httplib::Request& req, httplib::Response& res) {
+void HandlePortProxy(const httplib::Request& req, httplib::Response& res, const ExecdContext* context) {
   int port = atoi(std::string(req.matches[1]).c_str());
   std::string rest = req.matches[2];
   if (port == kExecdPort) {  // execd itself: the route did not match anything above
@@ -80,7 +81,8 @@ void HandlePortProxy(const httplib::Request& req, httplib::Response& res) {
   std::string raw_rest = raw_path.size() > prefix.size() ? raw_path.substr(prefix.size()) : "";
   if (raw_rest.empty()) raw_rest = rest.empty() ? "/" : rest;
   ForwardTarget target;
-  target.port = port;
+  // The sandbox's 127.0.0.1:18080 is its egress sidecar, where it has one.
+  target.port = port == kEgressPort && context->egress_port > 0 ? context->egress_port : port;
   target.path_and_query = raw_rest + RawQuery(req);
   if (!ForwardRequest(req, res, target)) {
     res.status = 502;
@@ -97,8 +99,11 @@ void RegisterMetricsRoutes(httplib::Server& server, ExecdContext* context) {
              });
 }
 
-void RegisterPortProxyRoute(httplib::Server& server, ExecdContext*) {
+void RegisterPortProxyRoute(httplib::Server& server, ExecdContext* context) {
   const std::string pattern = R"(/proxy/(\d+)(/.*)?)";
+  auto HandlePortProxy = [context](const httplib::Request& req, httplib::Response& res) {
+    fake_opensandbox::HandlePortProxy(req, res, context);
+  };
   server.Get(pattern, HandlePortProxy);
   server.Post(pattern, HandlePortProxy);
   server.Put(pattern, HandlePortProxy);

@@ -26,6 +26,7 @@ struct ExecdServer::State {
     context.staging_dir = options.staging_dir;
     context.ready_after = options.ready_after;
     context.sse_grace_ms = options.sse_grace_ms;
+    context.egress_port = options.egress_port;
   }
 
   CommandRegistry commands;

@@ -34,6 +34,7 @@ struct ExecdServerOptions {
   std::string staging_dir;        // upload temp files
   JupyterState jupyter = JupyterState::kNone;  // what the image has for /code
   std::vector<VolumeMount> mounts;  // the sandbox's volumes (sandbox_volumes.h)
+  int egress_port = 0;  // the sandbox's egress sidecar (egress_sidecar.h): its 18080
 };
 
 class ExecdServer {

@@ -24,6 +24,10 @@ struct FakeConfig {
   std::string api_key;                  // empty: no lifecycle auth
   std::vector<std::string> more_api_keys;  // also accepted (--api-key given again)
   std::string execd_version = "1.0.19";
+  // The egress sidecar of a sandbox created with a networkPolicy (egress_sidecar.h).
+  std::string egress_version = "1.1.0";
+  std::string egress_mode = "dns";
+  int64_t egress_max_rules = 4096;
   int64_t clock_skew_s = 0;
   Runtime runtime = Runtime::kDocker;
   int64_t pending_polls = 0;            // GETs a new sandbox stays Pending for

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/fake-opensandbox/egress_policy.h"
+
 namespace fake_opensandbox {
 namespace {
 
@@ -74,6 +76,11 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
                            chmods and chowns a directory that exists, a chmod without
                            owner chowns to execd's user, a missing path is a 500
                            and /directories/list does not exist (README.md)
+  --egress-version V       the egress sidecar release of sandboxes created with a
+                           networkPolicy (default 1.1.0): PATCH /policy from 1.0.2,
+                           the rule limit from 1.0.4, DELETE from 1.0.13
+  --egress-mode dns|dns+nft  the sidecar's enforcement mode it reports (default dns)
+  --egress-max-rules N     the sidecar's rule limit (default 4096; 0: none)
   --clock-skew SECONDS     server clock = real clock + SECONDS (signed)
   --runtime docker|kubernetes
                            pause/resume and error-code flavour (default docker)
@@ -155,6 +162,26 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
     } else if (flag == "--execd-version") {
       if (!need_value()) return FlagsResult::kError;
       config->execd_version = value;
+    } else if (flag == "--egress-version") {
+      if (!need_value()) return FlagsResult::kError;
+      if (!EgressReleaseFor(value)) {
+        *error = "--egress-version wants a release such as 1.1.0, got: " + value;
+        return FlagsResult::kError;
+      }
+      config->egress_version = value;
+    } else if (flag == "--egress-mode") {
+      if (!need_value()) return FlagsResult::kError;
+      if (value != "dns" && value != "dns+nft") {
+        *error = "--egress-mode must be dns or dns+nft";
+        return FlagsResult::kError;
+      }
+      config->egress_mode = value;
+    } else if (flag == "--egress-max-rules") {
+      if (!need_int(&number) || number < 0) {
+        if (error->empty()) *error = "--egress-max-rules must be 0 or more";
+        return FlagsResult::kError;
+      }
+      config->egress_max_rules = number;
     } else if (flag == "--clock-skew") {
       if (!need_int(&config->clock_skew_s)) return FlagsResult::kError;
     } else if (flag == "--runtime") {

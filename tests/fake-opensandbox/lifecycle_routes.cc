@@ -9,6 +9,7 @@
 #include "common/percent_encoding.h"
 #include "rapidjson/document.h"
 #include "tests/fake-opensandbox/create_request.h"
+#include "tests/fake-opensandbox/egress_sidecar.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/lifecycle_json.h"
@@ -345,15 +346,20 @@ void HandleEndpoint(const httplib::Request& req, httplib::Response& res, Lifecyc
       use_server_proxy
           ? "127.0.0.1:" + std::to_string(ctx->port) + "/sandboxes/" + id + "/proxy/" + p
           : "127.0.0.1:" + std::to_string(info->execd_port) + "/proxy/" + p;
+  // A pod's egress sidecar is its own container port (<pod IP>:18080), not behind execd.
+  if (!use_server_proxy && *port == kEgressPort && info->egress_port > 0 &&
+      ctx->config.runtime == Runtime::kKubernetes) {
+    endpoint = "127.0.0.1:" + std::to_string(info->egress_port);
+  }
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
   w.Key("endpoint");
   WriteString(w, endpoint);
-  if (*port == 18080 && info->has_network_policy) {
+  if (*port == kEgressPort && info->has_network_policy) {
     w.Key("headers");
     w.StartObject();
-    w.Key("OPENSANDBOX-EGRESS-AUTH");
+    w.Key(kEgressAuthHeader);
     WriteString(w, info->egress_token);
     w.EndObject();
   }

@@ -19,6 +19,7 @@
 #include "tests/fake-opensandbox/image_catalog.h"
 #include "tests/fake-opensandbox/sandbox_cgroup.h"
 #include "tests/fake-opensandbox/sandbox_jail.h"
+#include "tests/fake-opensandbox/egress_sidecar.h"  // kEgressPort
 #include "tests/fake-opensandbox/sandbox_port_relay.h"
 
 extern char** environ;
@@ -140,6 +141,7 @@ struct RealExecd::State {
   std::string pid_ns;        // "pid:[N]" of the sandbox
   int netns_fd = -1;
   std::unique_ptr<SandboxPortRelay> relay;
+  std::unique_ptr<SandboxPortRelay> egress_relay;  // 18080 inside → the egress sidecar
   std::unique_ptr<SandboxCgroup> cgroup;  // its CPU limit, when it has one
   bool shut = false;
   // The reaper waits for the jail to end by itself. `exited` (under `mu`) says the jail has
@@ -286,6 +288,10 @@ std::unique_ptr<RealExecd> RealExecd::Start(const RealExecdOptions& options, std
   }
   s.relay = SandboxPortRelay::Start(s.netns_fd, kExecdPort, options.connections_accepted, error);
   if (!s.relay) return nullptr;
+  if (options.egress_host_port > 0) {
+    s.egress_relay = SandboxPortRelay::StartInward(s.netns_fd, kEgressPort, options.egress_host_port, error);
+    if (!s.egress_relay) return nullptr;
+  }
   s.reaper = std::thread([&s] {
     siginfo_t ended{};
     while (::waitid(P_PID, static_cast<id_t>(s.jail), &ended, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
@@ -345,6 +351,7 @@ void RealExecd::Shutdown() {
     }
   }
   s.relay.reset();
+  s.egress_relay.reset();
   s.cgroup.reset();  // empty now
 }
 

@@ -49,6 +49,9 @@ struct RealExecdOptions {
   std::vector<std::pair<std::string, std::string>> env;  // the create request's
   std::vector<VolumeMount> mounts;
   std::string access_token;      // empty: execd without one
+  // The host port of the sandbox's egress sidecar (egress_sidecar.h), published inside
+  // its network at 127.0.0.1:18080 as the sidecar's own port; 0: none.
+  int egress_host_port = 0;
   int64_t grace_ms = 1000;       // execd's pause before it ends an event stream
   double cpu_limit = 0;          // resourceLimits.cpu in cores, as Docker's nano_cpus; 0 = none
   // The code-interpreter image's start script (image_catalog.h: where the image's tag

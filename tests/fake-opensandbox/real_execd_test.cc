@@ -209,6 +209,22 @@ TEST_F(RealExecdTest, ADeletedOrExpiredSandboxOrAnEndedFakeLeavesNoProcessAndNoM
   EXPECT_FALSE(MountedAnywhere(last.root));
 }
 
+// Its egress sidecar is at 127.0.0.1:18080 of its own network, where execd's /proxy/18080
+// (and a program in the sandbox) reaches it.
+TEST_F(RealExecdTest, ItsEgressSidecarIsInItsOwnNetwork) {
+  Sandbox sandbox = Create(R"("networkPolicy":{"egress":[{"action":"allow","target":"pypi.org"}]})");
+  auto endpoint = ParseJson(fake_->lifecycle->Get(("/v1/sandboxes/" + sandbox.id + "/endpoints/18080").c_str())->body);
+  const std::string token = endpoint["headers"]["OPENSANDBOX-EGRESS-AUTH"].GetString();
+  EndpointClient sidecar(endpoint["endpoint"].GetString());
+  auto policy = sidecar.client->Get(sidecar.Path("/policy").c_str(), {{"OPENSANDBOX-EGRESS-AUTH", token}});
+  ASSERT_TRUE(policy);
+  EXPECT_EQ(policy->status, 200) << policy->body;
+  EXPECT_NE(policy->body.find("pypi.org"), std::string::npos);
+  EXPECT_EQ(Run(sandbox, "exec 3<>/dev/tcp/127.0.0.1/18080 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && tail -c 2 <&3"), "ok");
+  Sandbox plain = Create();
+  EXPECT_EQ(Run(plain, "(exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && echo open || echo closed"), "closed");
+}
+
 TEST_F(RealExecdTest, ItsCpuLimitHoldsEveryProcessItStartsAndGoesWithIt) {
   // Where the host lets nobody make a group, the fake runs sandboxes without their limit
   // (sandbox_cgroup.h) and there is nothing to check.

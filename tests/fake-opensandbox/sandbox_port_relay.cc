@@ -119,11 +119,28 @@ int DialInNamespace(int netns_fd, int port, std::string* error) {
   return fd;
 }
 
+namespace {
+
+// A connection to 127.0.0.1:`port` of the host; -1 when refused.
+int DialHost(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address = Loopback(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
 struct SandboxPortRelay::State {
   int listen_fd = -1;
   int stop_fd = -1;  // an eventfd: readable once the relay stops
   int netns_fd = -1;
   int target_port = 0;
+  bool inward = false;  // listening inside the sandbox, dialling the host
   std::atomic<uint64_t>* accepted = nullptr;
   std::thread acceptor;
   std::mutex mutex;
@@ -143,13 +160,49 @@ std::unique_ptr<SandboxPortRelay> SandboxPortRelay::Start(int netns_fd, int targ
   state->netns_fd = netns_fd;
   state->target_port = target_port;
   state->accepted = accepted;
-  state->stop_fd = ::eventfd(0, EFD_CLOEXEC);
   state->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address = Loopback(0);
+  if (state->listen_fd < 0 || ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    *error = std::string("relay listener: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return Run(std::move(state), error);
+}
+
+std::unique_ptr<SandboxPortRelay> SandboxPortRelay::StartInward(int netns_fd, int inside_port, int host_port,
+                                                                std::string* error) {
+  auto state = std::make_shared<State>();
+  state->netns_fd = netns_fd;
+  state->target_port = host_port;
+  state->inward = true;
+  int failure = 0;
+  // Made and bound on a thread that enters the sandbox's network (DialInNamespace).
+  std::thread([&] {
+    if (::setns(netns_fd, CLONE_NEWNET) != 0) {
+      failure = errno;
+      return;
+    }
+    state->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = Loopback(inside_port);
+    const int one = 1;
+    if (state->listen_fd < 0 ||
+        ::setsockopt(state->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      failure = errno;
+    }
+  }).join();
+  if (failure != 0) {
+    *error = "listener at port " + std::to_string(inside_port) + " in the sandbox: " + std::strerror(failure);
+    return nullptr;
+  }
+  return Run(std::move(state), error);
+}
+
+std::unique_ptr<SandboxPortRelay> SandboxPortRelay::Run(std::shared_ptr<State> state, std::string* error) {
+  state->stop_fd = ::eventfd(0, EFD_CLOEXEC);
+  sockaddr_in address{};
   socklen_t length = sizeof address;
-  if (state->stop_fd < 0 || state->listen_fd < 0 ||
-      ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(state->listen_fd, 512) != 0 ||
+  if (state->stop_fd < 0 || ::listen(state->listen_fd, 512) != 0 ||
       ::getsockname(state->listen_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     *error = std::string("relay listener: ") + std::strerror(errno);
     return nullptr;
@@ -172,7 +225,8 @@ std::unique_ptr<SandboxPortRelay> SandboxPortRelay::Start(int netns_fd, int targ
       }
       std::thread([state, client] {
         std::string ignored;
-        int upstream = DialInNamespace(state->netns_fd, state->target_port, &ignored);
+        int upstream = state->inward ? DialHost(state->target_port)
+                                     : DialInNamespace(state->netns_fd, state->target_port, &ignored);
         if (upstream >= 0) {
           // Each side's writes go out as they come, as through Docker's port mapping (a
           // DNAT rule, or docker-proxy, whose Go sockets have Nagle off): a relay that

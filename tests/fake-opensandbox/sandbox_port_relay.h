@@ -25,14 +25,21 @@ class SandboxPortRelay {
   // null) counts the connections taken.
   static std::unique_ptr<SandboxPortRelay> Start(int netns_fd, int target_port,
                                                  std::atomic<uint64_t>* accepted, std::string* error);
+  // The other way round: a listener at 127.0.0.1:`inside_port` in the sandbox's network,
+  // each connection joined to 127.0.0.1:`host_port` of the host, so a program of the fake
+  // (the egress sidecar) serves inside the sandbox's network as if it ran there.
+  static std::unique_ptr<SandboxPortRelay> StartInward(int netns_fd, int inside_port, int host_port,
+                                                       std::string* error);
   // Stops listening and ends every joined connection.
   ~SandboxPortRelay();
 
+  // The port it listens on (inside the sandbox's network for StartInward).
   int port() const { return port_; }
 
  private:
   struct State;
   SandboxPortRelay() = default;
+  static std::unique_ptr<SandboxPortRelay> Run(std::shared_ptr<State> state, std::string* error);
   std::shared_ptr<State> state_;
   int port_ = 0;
 };

@@ -158,7 +158,19 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   info.created_at = clock_.Now();
   if (spec.timeout_s) info.expires_at = info.created_at + std::chrono::seconds(*spec.timeout_s);
   info.has_network_policy = spec.has_network_policy;
-  if (spec.has_network_policy) info.egress_token = NewUuid4Hex();
+  if (spec.has_network_policy) {
+    // The sidecar upstream starts beside the sandbox, with the policy of the request.
+    info.egress_token = NewEgressToken();
+    EgressSidecarOptions egress;
+    egress.initial_policy = spec.network_policy_json;
+    egress.token = info.egress_token;
+    egress.release = EgressReleaseFor(config_.egress_version).value_or(EgressRelease{});
+    egress.enforcement = config_.egress_mode;
+    egress.max_rules = static_cast<size_t>(config_.egress_max_rules);
+    record->egress = EgressSidecar::Start(egress, error);
+    if (!record->egress) return false;
+    info.egress_port = record->egress->port();
+  }
   info.host_root = root_dir_ + "/" + info.id;
   if (from) {
     // A restore: the snapshot's files, as a container from the committed image has them.
@@ -216,6 +228,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   options.log_dir = logs;
   options.staging_dir = staging_dir_;
   options.mounts = mounts;
+  options.egress_port = info.egress_port;
   // What the entrypoint runs: a shell script of the sandbox's own files that execs a
   // program runs that program.
   const std::vector<std::string> program = ProgramOf(info.host_root, spec.resolved_entrypoint);
@@ -238,6 +251,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     real.env = spec.env;
     real.mounts = mounts;
     real.access_token = config_.execd_token;
+    real.egress_host_port = info.egress_port;
     real.grace_ms = config_.sse_grace_ms;
     real.cpu_limit = spec.cpu_limit;
     if (info.origin_image) real.code_interpreter_script = CodeInterpreterScriptOf(*info.origin_image);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/fake-opensandbox/create_request.h"
+#include "tests/fake-opensandbox/egress_sidecar.h"
 #include "tests/fake-opensandbox/execd_server.h"
 #include "tests/fake-opensandbox/fake_config.h"
 #include "tests/fake-opensandbox/fault_state.h"
@@ -50,6 +51,7 @@ struct SandboxInfo {
   TimePoint last_transition_at;
   bool has_network_policy = false;
   std::string egress_token;  // OPENSANDBOX-EGRESS-AUTH value (with a network policy)
+  int egress_port = 0;       // its egress sidecar's own listener (egress_sidecar.h); 0: none
   std::string host_root;
   int execd_port = 0;
   bool real_execd = false;   // upstream's execd runs it (--execd-binary)
@@ -100,6 +102,7 @@ class SandboxRegistry {
     std::string transition_to;
     int exit_code = 0;  // the entrypoint's, once it has failed
     std::shared_ptr<SandboxGate> gate;
+    std::unique_ptr<EgressSidecar> egress;  // with a networkPolicy; outlives the execd
     std::unique_ptr<ExecdServer> execd;     // the fake's execd, or
     std::unique_ptr<RealExecd> real_execd;  // upstream's, with --execd-binary
     std::vector<std::string> delete_volumes;  // named volumes that end with the sandbox

@@ -15,7 +15,8 @@ inline constexpr const char* kFeatures[] = {
 };
 inline constexpr const char* kExtensions[] = {"exec.detached", "exec.shell",     "files.search",    "files.chmod",
                                               "files.transfer", "sandbox.metrics", "sandbox.snapshot",
-                                              "sandbox.metadata", "sandbox.pool", "files.watch"};
+                                              "sandbox.metadata", "sandbox.pool", "files.watch",
+                                              "sandbox.network"};
 struct Partial {
   const char* feature;
   const char* note;

@@ -110,6 +110,16 @@ TEST(ConfigTest, TypedFields) {
   EXPECT_TRUE(c->use_server_proxy);
 }
 
+TEST(ConfigTest, ANetworkPolicyInTheContractsSpellingIsSentInUpstreams) {
+  auto c = ParseConfig({{"network_policy", R"({"default_action":"allow","egress":[{"action":"deny","target":"x.org"}]})"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->network_policy_json, R"({"defaultAction":"allow","egress":[{"action":"deny","target":"x.org"}]})");
+  auto both = ParseConfig({{"network_policy", R"({"default_action":"allow","defaultAction":"deny"})"}});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().field, "network_policy");
+  EXPECT_FALSE(ParseConfig({{"network_policy", R"({"default_action":"maybe"})"}}).ok());
+}
+
 TEST(ConfigTest, EffectiveViewIsTypedAndHidesSecrets) {
   std::map<std::string, std::string> raw = {{"api_key", "sk-secret-1"},
                                             {"base_url", "https://me:pw-secret-4@h.example.com/v1"},

@@ -16,8 +16,8 @@ TEST(MethodsTest, EveryMethodOfTheContractIsServed) {
         "files.search", "files.chmod", "files.download", "files.upload", "sandbox.metrics", "ports.url", "code.context.create",
         "code.context.list", "code.context.delete", "code.run", "shell.create", "shell.close", "pty.open",
         "pty.input", "pty.resize", "pty.signal", "pty.attach", "pty.list", "pty.close", "provider.info",
-        "process.stdin", "files.watch", "files.unwatch",
-        "provider.doctor"}) {
+        "process.stdin", "files.watch", "files.unwatch", "network.policy.get", "network.policy.patch",
+        "network.policy.delete", "provider.doctor"}) {
     EXPECT_NE(FindHandler(m), nullptr) << m;
     EXPECT_FALSE(IsUnsupported(m)) << m;
   }

@@ -1,5 +1,7 @@
 #include "bridge/core/config.h"
 
+#include "bridge/core/egress_target.h"
+
 #include <rapidjson/document.h>
 
 #include <algorithm>
@@ -100,6 +102,21 @@ Result<std::string> ParseNetworkPolicy(const std::string& text) {
   auto egress = doc.FindMember("egress");
   if (egress != doc.MemberEnd() && !egress->value.IsArray()) {
     return InvalidParams("network_policy", "network_policy.egress must be an array");
+  }
+  // Checked as a change's rules are (network/network.h): upstream's sidecar exits on an
+  // action it does not know, and keeps a target it cannot match as a rule that does nothing.
+  if (egress != doc.MemberEnd()) {
+    for (rapidjson::SizeType i = 0; i < egress->value.Size(); ++i) {
+      const std::string at = "network_policy.egress[" + std::to_string(i) + "]";
+      const rapidjson::Value& rule = egress->value[i];
+      auto action = rule.IsObject() ? json::GetString(rule, "action") : std::nullopt;
+      auto target = rule.IsObject() ? json::GetString(rule, "target") : std::nullopt;
+      if (!action || (*action != "allow" && *action != "deny")) {
+        return InvalidParams("network_policy", at + ".action must be \"allow\" or \"deny\"");
+      }
+      if (!target) return InvalidParams("network_policy", at + ".target must be a string");
+      if (auto problem = EgressTargetProblem(*target)) return InvalidParams("network_policy", at + ".target " + *problem);
+    }
   }
   return json::ToJson(doc);
 }

@@ -8,10 +8,11 @@
 //   abx-opensandbox-bridge snapshot SANDBOX_ID [--name NAME] [--socket PATH]
 //   abx-opensandbox-bridge template build|list|delete … [--socket PATH]
 //   abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]
+//   abx-opensandbox-bridge egress SANDBOX_ID [get | allow|deny|remove TARGET...] [--socket PATH]
 //   abx-opensandbox-bridge --version
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/). The
-// commands that work in a sandbox (pty, snapshot, template, watch) start one as the shim
+// commands that work in a sandbox (pty, snapshot, template, watch, egress) start one as the shim
 // does when none runs (cli_bridge.h); those about the running bridge (status, stop,
 // sandboxes) say so when there is none. `--help` on the program or a command prints its
 // usage and exits 0; a wrong use prints it on stderr and exits 2.
@@ -30,6 +31,7 @@
 
 #include "bridge/daemon/cli_bridge.h"
 #include "bridge/daemon/daemon.h"
+#include "bridge/daemon/egress_command.h"
 #include "bridge/daemon/pty_command.h"
 #include "bridge/daemon/sandboxes_command.h"
 #include "bridge/daemon/snapshot_command.h"
@@ -47,7 +49,7 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template|watch [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template|watch|egress [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
@@ -63,6 +65,8 @@ int Usage(FILE* out) {
                "  template list | template delete NAME\n"
                "  watch SANDBOX_ID PATH [--recursive]  changes under PATH as they happen, one line each "
                "(\"create /tmp/x\"); ^C stops\n"
+               "  egress SANDBOX_ID [get | allow|deny|remove TARGET...]  the sandbox's egress rules, read or\n"
+               "           changed (a sandbox created with network_policy)\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n"
                "Sandbox lease: a command's stdin pipe and a watch host end 90 s after the bridge's last\n"
@@ -94,6 +98,13 @@ const std::map<std::string, const char*>& CommandUsage() {
       {"snapshot",
        "usage: abx-opensandbox-bridge snapshot SANDBOX_ID [--name NAME] [--socket PATH]\n"
        "  a snapshot of the sandbox, once Ready; prints its id. Starts a bridge when none runs.\n"},
+      {"egress",
+       "usage: abx-opensandbox-bridge egress SANDBOX_ID [get | allow TARGET... | deny TARGET... | remove TARGET...]\n"
+       "                                     [--socket PATH]\n"
+       "  the egress rules of a sandbox created with network_policy: printed (get, the default), a\n"
+       "  rule per TARGET that allows or denies it (replacing one with the same target), or the\n"
+       "  TARGETs' rules removed. A TARGET is a host name, *.domain, an IP address or a CIDR.\n"
+       "  Prints the rules after, one a line, under the default. Starts a bridge when none runs.\n"},
       {"watch",
        "usage: abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]\n"
        "  changes under PATH as they happen, one line each (\"create /tmp/x\"); ^C stops.\n"
@@ -188,7 +199,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> operands;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((command == "pty" || command == "snapshot" || command == "watch") && !arg.empty() && arg[0] != '-') {
+    if ((command == "pty" || command == "snapshot" || command == "watch" || command == "egress") && !arg.empty() &&
+        arg[0] != '-') {
       operands.push_back(arg);
     } else if (arg == "--recursive" && command == "watch") {
       recursive = true;
@@ -215,6 +227,16 @@ int main(int argc, char** argv) {
   if (command == "status") return abx::daemon::PrintStatus(options.socket_path);
   if (command == "stop") return Stop(options.socket_path);
   if (command == "sandboxes") return abx::daemon::PrintCachedSandboxes(options.socket_path, json);
+  if (command == "egress") {
+    const std::vector<std::string> words(operands.size() > 1 ? operands.begin() + 1 : operands.end(), operands.end());
+    if (operands.empty() || !abx::daemon::IsEgressUse(words)) {
+      std::fprintf(stderr, "egress takes a sandbox id, then get, or allow, deny or remove with targets\n");
+      return CommandUsageOf(command, stderr);
+    }
+    std::string socket;
+    if (!bridge.Reach(command.c_str(), &socket)) return 1;
+    return abx::daemon::RunEgressCommand(socket, operands[0], words);
+  }
   const size_t wanted_min = command == "watch" ? 2 : 1;
   const size_t wanted_max = command == "snapshot" ? 1 : 2;
   if (operands.size() < wanted_min || operands.size() > wanted_max) {

@@ -26,11 +26,17 @@ Error Refusal(const HttpAnswer& answer, std::string_view what, const char* needs
   switch (answer.status) {
     case 401:
     case 403:
-      e.code = ErrorCode::kAuth;
-      e.message = std::string(what) + ": " +
-                  (api_body ? "execd refused the execd access token on its way to the egress sidecar"
-                            : "the egress sidecar refused the sandbox's egress token");
-      return e;
+      if (!api_body) {
+        e.code = ErrorCode::kAuth;
+        e.message = std::string(what) + ": the egress sidecar refused the sandbox's egress token";
+        return e;
+      }
+      if (answer.body.find("EXECD-ACCESS-TOKEN") != std::string::npos) {  // execd's own words
+        e.code = ErrorCode::kAuth;
+        e.message = std::string(what) + ": execd, on the way to the egress sidecar, refused the execd access token";
+        return e;
+      }
+      break;  // the server's own refusal, in its words
     case 405:
       e.code = ErrorCode::kInvalidState;
       e.message = std::string(what) + ": the sandbox's egress sidecar is too old (this needs egress " +

@@ -232,6 +232,7 @@ std::optional<FakeStats> FakeServer::Stats(std::string* error) {
   stats.execd_requests = GetInt(doc, "execd_requests", 0);
   stats.auth_rejected = GetInt(doc, "auth_rejected", 0);
   stats.snapshots = GetInt(doc, "snapshots", 0);
+  stats.egress_requests_with_execd_token = GetInt(doc, "egress_requests_with_execd_token", 0);
   stats.server_proxy_upstream_connections = GetInt(doc, "server_proxy_upstream_connections", 0);
   stats.code_runs_active = GetInt(doc, "code_runs_active", 0);
   stats.kernels_alive = GetInt(doc, "kernels_alive", 0);

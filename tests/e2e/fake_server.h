@@ -30,6 +30,7 @@ struct FakeStats {
   int64_t session_runs_active = 0;  // bash session runs whose output pipe is still open
   int64_t auth_rejected = 0;  // lifecycle requests refused for a missing or wrong key
   int64_t snapshots = 0;      // every snapshot the server holds, whatever its state
+  int64_t egress_requests_with_execd_token = 0;  // egress sidecar requests carrying it
 };
 
 struct HttpResponse {

@@ -140,6 +140,12 @@ TEST_F(NetworkTest, RulesAreCheckedBeforeAnythingIsSent) {
     if (sent) EXPECT_EQ(*sent, 0) << c.field << ": nothing may be sent";
   }
   EXPECT_EQ(Rules(Get(shim, id)), (std::vector<std::string>{"allow pypi.org"}));
+  MessagePtr create = Call(shim, "sandbox.create",
+                           R"({"template":"base","provider_options":{"network_policy":)"
+                           R"({"egress":[{"action":"allow","target":"pypi.org."}]}}})");
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ(create->ErrorCode(), -32602) << create->raw;
+  EXPECT_NE(create->ErrorMessage().find("network_policy.egress[0].target"), std::string::npos) << create->raw;
 }
 
 TEST_F(NetworkTest, ASandboxWithoutAPolicyHasNoRulesToChange) {
@@ -181,6 +187,39 @@ TEST_F(NetworkTest, TheSidecarsTokenIsNeverShown) {
     EXPECT_EQ(r->raw.find(token), std::string::npos) << r->raw;
   }
   EXPECT_EQ(ReadFile(bridge_log_path()).find(token), std::string::npos) << "the bridge's log";
+}
+
+TEST_F(NetworkTest, APausedSandboxsRulesWaitForItsResume) {
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const std::string id = CreateSandbox(shim, kPolicy);
+  ASSERT_FALSE(id.empty());
+  ASSERT_NE(Ok(shim, "sandbox.pause", JsonObject().Str("sandbox_id", id).str()), nullptr);
+  MessagePtr r = Patch(shim, id, R"([{"action":"allow","target":"a.org"}])");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->EppCode(), "E8007") << r->raw;
+  EXPECT_NE(r->ErrorMessage().find("Paused"), std::string::npos) << r->raw;
+  ASSERT_NE(Ok(shim, "sandbox.resume", JsonObject().Str("sandbox_id", id).str()), nullptr);
+  EXPECT_EQ(Rules(Get(shim, id)), (std::vector<std::string>{"allow pypi.org"})) << "the refused change was not made";
+}
+
+TEST_F(NetworkTest, APodsSidecarNeverGetsExecdsToken) {
+  REQUIRE_FAKE("a Kubernetes runtime whose execd wants a token");
+  constexpr char kExecdToken[] = "e2e-Execd-Token-7d21";
+  ASSERT_TRUE(RestartFake({"--runtime", "kubernetes", "--execd-token", kExecdToken}));
+  for (const char* proxy : {"false", "true"}) {
+    SCOPED_TRACE(std::string("use_server_proxy ") + proxy);
+    EppSession* shim = StartInitializedShim(
+        {{"ABX_OPENSANDBOX_EXECD_ACCESS_TOKEN", kExecdToken}, {"ABX_OPENSANDBOX_USE_SERVER_PROXY", proxy}});
+    ASSERT_NE(shim, nullptr);
+    const std::string id = CreateSandbox(shim, kPolicy);
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(Rules(Patch(shim, id, R"([{"action":"allow","target":"a.org"}])")),
+              (std::vector<std::string>{"allow a.org", "allow pypi.org"}));
+    auto stats = fake().Stats();
+    ASSERT_TRUE(stats.has_value());
+    EXPECT_EQ(stats->egress_requests_with_execd_token, 0);
+  }
 }
 
 TEST_F(NetworkTest, TheSidecarsRuleLimitIsE8008) {
@@ -231,11 +270,47 @@ TEST_F(NetworkTest, ExecdsTokenGoesAlongWhereExecdStandsBeforeTheSidecar) {
   const std::string id = CreateSandbox(shim, kPolicy);
   ASSERT_FALSE(id.empty());
   EXPECT_EQ(Rules(Get(shim, id)), (std::vector<std::string>{"allow pypi.org"}));
+  auto stats = fake().Stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->egress_requests_with_execd_token, 0) << "execd's proxy passes the header on, as upstream's";
   EppSession* wrong = StartInitializedShim({{"ABX_OPENSANDBOX_EXECD_ACCESS_TOKEN", "e2e-Wrong-Token"}});
   ASSERT_NE(wrong, nullptr);
   MessagePtr r = Get(wrong, id);
   EXPECT_EQ(r->EppCode(), "E8003") << r->raw;
   EXPECT_EQ(r->raw.find("e2e-Wrong-Token"), std::string::npos) << r->raw;
+}
+
+
+// The CLI a person uses: `abx-opensandbox-bridge egress SANDBOX [get|allow|deny|remove]`.
+TEST_F(NetworkTest, TheBridgeCliReadsAndChangesTheRules) {
+  EppSession* shim = StartInitializedShim();
+  ASSERT_NE(shim, nullptr);
+  const std::string id = CreateSandbox(shim, kPolicy);
+  ASSERT_FALSE(id.empty());
+  auto egress = [&](std::vector<std::string> words, std::string* output) {
+    std::vector<std::string> argv = {BridgeBinary(), "egress", id};
+    argv.insert(argv.end(), words.begin(), words.end());
+    argv.insert(argv.end(), {"--socket", socket_path()});
+    auto status = RunCommand(argv, ShimEnv(), Millis(30000), output);
+    return status && status->exited ? status->code : -1;
+  };
+  std::string output;
+  EXPECT_EQ(egress({}, &output), 0) << output;
+  EXPECT_EQ(output, "default deny, enforcing (dns)\nallow pypi.org\n");
+  EXPECT_EQ(egress({"allow", "files.pythonhosted.org", "*.pythonhosted.org"}, &output), 0) << output;
+  EXPECT_EQ(output, "default deny, enforcing (dns)\nallow files.pythonhosted.org\nallow *.pythonhosted.org\nallow pypi.org\n");
+  EXPECT_EQ(egress({"deny", "pypi.org"}, &output), 0) << output;
+  EXPECT_NE(output.find("\ndeny pypi.org\n"), std::string::npos) << output;
+  EXPECT_EQ(egress({"remove", "files.pythonhosted.org", "*.pythonhosted.org", "pypi.org"}, &output), 0) << output;
+  EXPECT_EQ(output, "default deny, deny_all (dns)\n");
+  EXPECT_EQ(Rules(Get(shim, id)), std::vector<std::string>{});
+
+  EXPECT_EQ(egress({"allow", "not a host"}, &output), 1) << output;
+  EXPECT_NE(output.find("rules[0].target"), std::string::npos) << output;
+  EXPECT_EQ(egress({"allow"}, &output), 2) << "a target is needed: " << output;
+  EXPECT_NE(output.find("usage:"), std::string::npos) << output;
+  EXPECT_EQ(egress({"open", "x.org"}, &output), 2) << output;
+  EXPECT_EQ(egress({"--help"}, &output), 0) << output;
 }
 
 }  // namespace

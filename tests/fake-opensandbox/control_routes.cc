@@ -30,6 +30,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->stats->execd_connections_accepted.load());
     w.Key("execd_requests");
     w.Uint64(ctx->stats->execd_requests.load());
+    w.Key("egress_requests_with_execd_token");
+    w.Uint64(ctx->stats->egress_requests_with_execd_token.load());
     w.Key("server_proxy_upstream_connections");
     w.Uint64(ctx->stats->server_proxy_upstream_connections.load());
     w.Key("code_runs_active");

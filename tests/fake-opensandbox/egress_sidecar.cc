@@ -1,5 +1,6 @@
 #include "tests/fake-opensandbox/egress_sidecar.h"
 
+#include <chrono>
 #include <random>
 
 namespace fake_opensandbox {
@@ -19,7 +20,9 @@ std::unique_ptr<EgressSidecar> EgressSidecar::Start(const EgressSidecarOptions& 
   // waiting for one to idle out.
   server.new_task_queue = [] { return new httplib::ThreadPool(16); };
   EgressPolicy* policy = sidecar->policy_.get();
-  auto handle = [policy](const httplib::Request& req, httplib::Response& res) {
+  std::atomic<uint64_t>* execd_token_seen = options.execd_token_seen;
+  auto handle = [policy, execd_token_seen](const httplib::Request& req, httplib::Response& res) {
+    if (execd_token_seen && req.has_header("X-EXECD-ACCESS-TOKEN")) execd_token_seen->fetch_add(1);
     std::optional<std::string> auth;
     if (req.has_header(kEgressAuthHeader)) auth = req.get_header_value(kEgressAuthHeader);
     EgressAnswer answer = policy->Handle(req.method, auth, req.body);
@@ -43,6 +46,12 @@ std::unique_ptr<EgressSidecar> EgressSidecar::Start(const EgressSidecarOptions& 
   }
   EgressSidecar* raw = sidecar.get();
   sidecar->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
+  // httplib's stop() does nothing before the listener runs: a sidecar destroyed at once
+  // (a create that fails later) would wait on its listener for ever.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return sidecar;
 }
 

@@ -9,6 +9,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@ struct EgressSidecarOptions {
   EgressRelease release;
   std::string enforcement = "dns";  // OPENSANDBOX_EGRESS_MODE
   size_t max_rules = 4096;          // OPENSANDBOX_EGRESS_MAX_RULES (0: no limit)
+  std::atomic<uint64_t>* execd_token_seen = nullptr;  // counts requests carrying execd's token
 };
 
 class EgressSidecar {

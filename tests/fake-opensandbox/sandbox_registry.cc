@@ -167,6 +167,7 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
     egress.release = EgressReleaseFor(config_.egress_version).value_or(EgressRelease{});
     egress.enforcement = config_.egress_mode;
     egress.max_rules = static_cast<size_t>(config_.egress_max_rules);
+    egress.execd_token_seen = &stats_->egress_requests_with_execd_token;
     record->egress = EgressSidecar::Start(egress, error);
     if (!record->egress) return false;
     info.egress_port = record->egress->port();

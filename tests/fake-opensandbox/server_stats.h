@@ -14,6 +14,9 @@ struct ServerStats {
   std::atomic<uint64_t> auth_rejected{0};  // lifecycle requests refused: key missing or wrong
   std::atomic<uint64_t> execd_connections_accepted{0};  // all execd listeners together
   std::atomic<uint64_t> execd_requests{0};
+  // Requests an egress sidecar got with X-EXECD-ACCESS-TOKEN (execd's proxy passes it on;
+  // a client that sends it to a pod's sidecar directly gives execd's token away).
+  std::atomic<uint64_t> egress_requests_with_execd_token{0};
   // Connections the fake itself opened to execd listeners for the server proxy route;
   // they are included in execd_connections_accepted.
   std::atomic<uint64_t> server_proxy_upstream_connections{0};

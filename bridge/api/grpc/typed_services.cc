@@ -13,6 +13,7 @@ void TypedServices::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(&terminals_);
   builder->RegisterService(&snapshots_);
   builder->RegisterService(&templates_);
+  builder->RegisterService(&network_);
 }
 
 void TypedServices::MarkServing(grpc::Server* server) {
@@ -25,7 +26,8 @@ void TypedServices::MarkServing(grpc::Server* server) {
                            abx::opensandbox::v1::Code::service_full_name(),
                            abx::opensandbox::v1::Terminals::service_full_name(),
                            abx::opensandbox::v1::Snapshots::service_full_name(),
-                           abx::opensandbox::v1::Templates::service_full_name()}) {
+                           abx::opensandbox::v1::Templates::service_full_name(),
+                           abx::opensandbox::v1::Network::service_full_name()}) {
     health->SetServingStatus(name, true);
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The typed front door as one unit for the daemon: the services of
-// proto/{sandboxes,exec,files,ports,code,terminal,snapshots,templates}.proto, registered on the bridge's one gRPC server
+// proto/{sandboxes,exec,files,ports,code,terminal,snapshots,templates,network}.proto, registered on the bridge's one gRPC server
 // next to Bridge and EppSession, and their health-check entries.
 
 #include <grpcpp/grpcpp.h>
@@ -8,6 +8,7 @@
 #include "bridge/api/grpc/code_service.h"
 #include "bridge/api/grpc/exec_service.h"
 #include "bridge/api/grpc/files_service.h"
+#include "bridge/api/grpc/network_service.h"
 #include "bridge/api/grpc/ports_service.h"
 #include "bridge/api/grpc/sandboxes_service.h"
 #include "bridge/api/grpc/snapshots_service.h"
@@ -27,7 +28,8 @@ class TypedServices {
         code_(deps),
         terminals_(deps),
         snapshots_(deps),
-        templates_(deps) {}
+        templates_(deps),
+        network_(deps) {}
 
   // Must outlive the server built from `builder`.
   void RegisterWith(grpc::ServerBuilder* builder);
@@ -44,6 +46,7 @@ class TypedServices {
   TerminalService terminals_;
   SnapshotsService snapshots_;
   TemplatesService templates_;
+  NetworkService network_;
 };
 
 }  // namespace abx::api

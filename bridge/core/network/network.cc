@@ -2,7 +2,8 @@
 
 #include <cctype>
 
-#include "bridge/core/network/egress_target.h"
+#include "bridge/base/log.h"
+#include "bridge/core/egress_target.h"
 
 namespace abx::core {
 namespace {
@@ -62,7 +63,24 @@ Status Network::CheckTargets(const std::vector<std::string>& targets) {
   return CheckBodySize(opensandbox::EgressClient::DeleteBody(targets));
 }
 
+Result<bool> Network::ThroughExecd(const std::string& sandbox_id, const opensandbox::Endpoint& endpoint,
+                                   CancelToken* cancel) {
+  const std::string execd_route = "/proxy/" + std::to_string(opensandbox::kEgressPort);
+  if (!config_->use_server_proxy) return EndsWith(endpoint.endpoint, execd_route);
+  // The server proxy's path ends so on every runtime: its way on is the direct endpoint's.
+  ABX_ASSIGN_OR_RETURN(opensandbox::Endpoint direct,
+                       upstream_->Lifecycle(*config_).GetEndpoint(sandbox_id, opensandbox::kEgressPort, false, cancel));
+  return EndsWith(direct.endpoint, execd_route);
+}
+
 Result<opensandbox::EgressClient> Network::Sidecar(const std::string& sandbox_id, CancelToken* cancel) {
+  // A paused Docker sandbox's execd holds a request until it resumes: a change would be
+  // made then, long after its caller gave up.
+  ABX_ASSIGN_OR_RETURN(opensandbox::SandboxRecord record, upstream_->Lifecycle(*config_).Get(sandbox_id, cancel));
+  if (record.state == "Paused" || record.state == "Pausing") {
+    return MakeError(ErrorCode::kInvalidState, "sandbox " + sandbox_id + " is " + record.state +
+                                                   ": its egress rules can be read and changed once it is resumed");
+  }
   ABX_ASSIGN_OR_RETURN(opensandbox::Endpoint endpoint,
                        upstream_->Lifecycle(*config_).GetEndpoint(sandbox_id, opensandbox::kEgressPort,
                                                                   config_->use_server_proxy, cancel));
@@ -75,11 +93,13 @@ Result<opensandbox::EgressClient> Network::Sidecar(const std::string& sandbox_id
                                                    " has no egress sidecar: rules can change only on a sandbox "
                                                    "created with network_policy");
   }
+  for (const auto& [name, value] : endpoint.headers) {
+    if (SameHeaderName(name, opensandbox::kEgressAuthHeader)) log::RegisterSecret(value);
+  }
   opensandbox::Headers headers = endpoint.headers;  // also through the server proxy, which drops them
-  // Through execd's port proxy (Docker's bridge endpoint, and the server proxy's way to
-  // a Docker sandbox), execd's access token is checked before the call goes on.
-  if (!config_->execd_access_token.empty() && EndsWith(endpoint.endpoint, "/proxy/" + std::to_string(opensandbox::kEgressPort))) {
-    headers.emplace_back("X-EXECD-ACCESS-TOKEN", config_->execd_access_token);
+  if (!config_->execd_access_token.empty()) {
+    ABX_ASSIGN_OR_RETURN(bool through_execd, ThroughExecd(sandbox_id, endpoint, cancel));
+    if (through_execd) headers.emplace_back("X-EXECD-ACCESS-TOKEN", config_->execd_access_token);
   }
   return opensandbox::EgressClient(upstream_->http(), ExecdBaseUrl(config_->lifecycle_url, endpoint.endpoint),
                                    std::move(headers), static_cast<int64_t>(config_->request_timeout_s * 1000));

@@ -15,9 +15,6 @@
 
 namespace abx::core {
 
-// The sidecar's port: ports.url does not hand it out (its headers are the sidecar's token).
-inline constexpr int kEgressSidecarPort = opensandbox::kEgressPort;
-
 // At most this many rules or targets in one change (the sidecar's default limit on all).
 inline constexpr size_t kMaxEgressRules = 4096;
 
@@ -39,7 +36,13 @@ class Network {
   static Status CheckTargets(const std::vector<std::string>& targets);
 
  private:
+  // The sandbox's sidecar, at the endpoint of port 18080 with its headers; E8007 for a
+  // paused sandbox or one without a sidecar.
   Result<opensandbox::EgressClient> Sidecar(const std::string& sandbox_id, CancelToken* cancel);
+  // Whether execd's port proxy stands before the sidecar (Docker's bridge endpoint, also
+  // behind the server proxy), so execd's access token must go along; a Kubernetes pod's
+  // sidecar, reached directly or through the server proxy, never gets it.
+  Result<bool> ThroughExecd(const std::string& sandbox_id, const opensandbox::Endpoint& endpoint, CancelToken* cancel);
 
   EndpointCache* upstream_;
   const ProviderConfig* config_;

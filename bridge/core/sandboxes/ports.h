@@ -21,7 +21,8 @@ class Ports {
  public:
   Ports(EndpointCache* upstream, const ProviderConfig* config) : upstream_(upstream), config_(config) {}
 
-  // `port` is 1…65535 (checked by the caller, which names its own parameter).
+  // `port` is 1…65535 (checked by the caller, which names its own parameter); 18080, the
+  // egress sidecar's, is -32602 naming `port`.
   Result<PortUrl> Url(const std::string& sandbox_id, int port, CancelToken* cancel);
 
  private:

@@ -324,7 +324,7 @@ class TypedApiTest(unittest.TestCase):
         stub = health_pb2_grpc.HealthStub(ENV.channel)
         for service in ("", SERVICES + "Sandboxes", SERVICES + "Exec", SERVICES + "Files",
                         SERVICES + "Ports", SERVICES + "Code", SERVICES + "Terminals",
-                        SERVICES + "Snapshots", SERVICES + "Templates"):
+                        SERVICES + "Snapshots", SERVICES + "Templates", SERVICES + "Network"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
             self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING, service)
 
@@ -340,7 +340,7 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(len(replies), 2)
         names = {s.name for s in replies[0].list_services_response.service}
         for expected in ("Bridge", "EppSession", "Sandboxes", "Exec", "Files", "Ports", "Code", "Terminals",
-                         "Snapshots", "Templates"):
+                         "Snapshots", "Templates", "Network"):
             self.assertIn(SERVICES + expected, names)
         self.assertIn("grpc.health.v1.Health", names)
 
@@ -353,6 +353,54 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(set(methods), {"Run", "Start", "Interact", "Logs", "CreateShell", "CloseShell", "WriteStdin"})
         self.assertTrue(methods["Start"].server_streaming)
         self.assertFalse(methods["Run"].server_streaming)
+
+    # -- egress rules ---------------------------------------------------------------------
+
+    def test_egress_rules_read_changed_and_removed(self):
+        from proto import network_pb2, network_pb2_grpc
+        net = network_pb2_grpc.NetworkStub(ENV.channel)
+        sb = self.pb["sandboxes"]
+        policy_json = '{"default_action":"deny","egress":[{"action":"allow","target":"pypi.org"}]}'
+        sandbox = self.sandboxes.Create(
+            sb.CreateSandboxRequest(config=ENV.config(network_policy=policy_json)), timeout=60)
+        self.addCleanup(self.kill_quietly, sandbox.id)
+
+        def rules(policy):
+            return [(r.action, r.target) for r in policy.rules]
+
+        policy = net.GetPolicy(network_pb2.GetNetworkPolicyRequest(
+            config=ENV.config(), sandbox_id=sandbox.id), timeout=20)
+        self.assertEqual((policy.mode, policy.enforcement, policy.default_action),
+                         ("enforcing", "dns", "deny"))
+        self.assertEqual(rules(policy), [("allow", "pypi.org")])
+        policy = net.PatchPolicy(network_pb2.PatchNetworkPolicyRequest(
+            config=ENV.config(), sandbox_id=sandbox.id,
+            rules=[network_pb2.EgressRule(action="allow", target="*.pythonhosted.org")]), timeout=20)
+        self.assertEqual(rules(policy), [("allow", "*.pythonhosted.org"), ("allow", "pypi.org")])
+        policy = net.DeletePolicy(network_pb2.DeleteNetworkPolicyRequest(
+            config=ENV.config(), sandbox_id=sandbox.id, targets=["PYPI.org", "none.example"]), timeout=20)
+        self.assertEqual(rules(policy), [("allow", "*.pythonhosted.org")])
+
+        with self.assertRaises(grpc.RpcError) as caught:
+            net.PatchPolicy(network_pb2.PatchNetworkPolicyRequest(
+                config=ENV.config(), sandbox_id=sandbox.id,
+                rules=[network_pb2.EgressRule(action="allow", target="not a host")]), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-field"), "rules[0].target")
+
+        plain = self.create_sandbox()
+        with self.assertRaises(grpc.RpcError) as caught:
+            net.GetPolicy(network_pb2.GetNetworkPolicyRequest(
+                config=ENV.config(), sandbox_id=plain.id), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
+
+        # The sidecar's port is not handed out: its headers are its token.
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.ports.Url(self.pb["ports"].PortUrlRequest(
+                config=ENV.config(), sandbox_id=sandbox.id, port=18080), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-field"), "port")
 
     # -- the sandbox life ---------------------------------------------------------------
 

@@ -1,8 +1,7 @@
-#include "bridge/core/network/egress_target.h"
+#include "bridge/core/egress_target.h"
 
 #include <arpa/inet.h>
 
-#include <cctype>
 #include <cstdlib>
 
 namespace abx::core {
@@ -20,8 +19,9 @@ bool IsHostName(const std::string& name) {
     if (length == 0 || length > 63) return false;
     if (name[start] == '-' || name[end - 1] == '-') return false;
     for (size_t i = start; i < end; ++i) {
-      const unsigned char c = static_cast<unsigned char>(name[i]);
-      if (!std::isalnum(c) && c != '-' && c != '_') return false;
+      const char c = name[i];  // ASCII whatever the locale: an IDN is given as xn--…
+      const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      if (!alnum && c != '-' && c != '_') return false;
     }
     start = end + 1;
   }
@@ -47,7 +47,11 @@ bool IsCidr(const std::string& text) {
   int bits = 0;
   if (!IsAddress(text.substr(0, slash), &bits)) return false;
   const std::string prefix = text.substr(slash + 1);
-  if (prefix.empty() || prefix.size() > 3 || prefix.find_first_not_of("0123456789") != std::string::npos) return false;
+  // As Go's netip.ParsePrefix reads it (the sidecar's): digits, no leading zero.
+  if (prefix.empty() || prefix.size() > 3 || prefix.find_first_not_of("0123456789") != std::string::npos ||
+      (prefix.size() > 1 && prefix[0] == '0')) {
+    return false;
+  }
   return std::atoi(prefix.c_str()) <= bits;
 }
 

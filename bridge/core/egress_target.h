@@ -1,5 +1,6 @@
 #pragma once
-// What an egress rule may name (docs/epp1.md §3, sandbox.network): a host name
+// What an egress rule may name (docs/epp1.md §3, sandbox.network), for the rules of a
+// create's network_policy (config.cc) and of a change (network/network.h): a host name
 // (`pypi.org`), a wildcard of its subdomains (`*.pypi.org`, not the apex), or an IP
 // address or CIDR. The sidecar itself takes any text as a domain, one that simply never
 // matches: checking here turns a typo into an error instead of a rule that does nothing.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -176,21 +177,30 @@ std::unique_ptr<SandboxPortRelay> SandboxPortRelay::StartInward(int netns_fd, in
   state->target_port = host_port;
   state->inward = true;
   int failure = 0;
-  // Made and bound on a thread that enters the sandbox's network (DialInNamespace).
-  std::thread([&] {
-    if (::setns(netns_fd, CLONE_NEWNET) != 0) {
-      failure = errno;
-      return;
-    }
-    state->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address = Loopback(inside_port);
-    const int one = 1;
-    if (state->listen_fd < 0 ||
-        ::setsockopt(state->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-      failure = errno;
-    }
-  }).join();
+  // bubblewrap brings the sandbox's loopback up just after it made the namespace: until
+  // then 127.0.0.1 cannot be bound there (EADDRNOTAVAIL), so that is tried again a while.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    if (failure == EADDRNOTAVAIL) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    failure = 0;
+    // Made and bound on a thread that enters the sandbox's network (DialInNamespace).
+    std::thread([&] {
+      if (::setns(netns_fd, CLONE_NEWNET) != 0) {
+        failure = errno;
+        return;
+      }
+      state->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in address = Loopback(inside_port);
+      const int one = 1;
+      if (state->listen_fd < 0 ||
+          ::setsockopt(state->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+          ::bind(state->listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        failure = errno;
+        if (state->listen_fd >= 0) ::close(state->listen_fd);
+        state->listen_fd = -1;
+      }
+    }).join();
+  } while (failure == EADDRNOTAVAIL && std::chrono::steady_clock::now() < deadline);
   if (failure != 0) {
     *error = "listener at port " + std::to_string(inside_port) + " in the sandbox: " + std::strerror(failure);
     return nullptr;

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 
 #include "bridge/base/json.h"
+#include "bridge/http/header_map.h"
 #include "bridge/http/url.h"
 #include "bridge/opensandbox/error_body.h"
 
@@ -72,6 +73,13 @@ Error NotItsApi(std::string_view what) {
 }
 
 }  // namespace
+
+const std::string* EgressToken(const Headers& headers) {
+  for (const auto& [name, value] : headers) {
+    if (http::EqualsIgnoreCase(name, kEgressAuthHeader)) return &value;
+  }
+  return nullptr;
+}
 
 std::string EgressClient::PatchBody(const std::vector<EgressRule>& rules) {
   std::string body = "[";

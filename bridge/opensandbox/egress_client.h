@@ -20,6 +20,10 @@ inline constexpr char kEgressAuthHeader[] = "OPENSANDBOX-EGRESS-AUTH";
 // The sidecar reads at most this much of a request body, and cuts the rest.
 inline constexpr size_t kEgressBodyLimit = 1 << 20;
 
+// The sidecar's token among an endpoint's headers (names compared case-insensitively);
+// null when the server named none, which it does only for a sandbox with a sidecar.
+const std::string* EgressToken(const Headers& headers);
+
 struct EgressRule {
   std::string action;  // allow, deny
   std::string target;  // a host name, *.domain, an IP address or a CIDR

@@ -1,20 +1,10 @@
 #include "bridge/core/network/network.h"
 
-#include <cctype>
-
 #include "bridge/base/log.h"
 #include "bridge/core/egress_target.h"
 
 namespace abx::core {
 namespace {
-
-bool SameHeaderName(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
 
 bool EndsWith(const std::string& text, const std::string& end) {
   return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
@@ -86,16 +76,13 @@ Result<opensandbox::EgressClient> Network::Sidecar(const std::string& sandbox_id
                                                                   config_->use_server_proxy, cancel));
   // The server names the sidecar's token only for a sandbox that has one: without it,
   // nothing listens there (Docker's execd would answer 502 after a wait).
-  bool has_token = false;
-  for (const auto& [name, value] : endpoint.headers) has_token |= SameHeaderName(name, opensandbox::kEgressAuthHeader);
-  if (!has_token) {
+  const std::string* token = opensandbox::EgressToken(endpoint.headers);
+  if (!token) {
     return MakeError(ErrorCode::kInvalidState, "sandbox " + sandbox_id +
                                                    " has no egress sidecar: rules can change only on a sandbox "
                                                    "created with network_policy");
   }
-  for (const auto& [name, value] : endpoint.headers) {
-    if (SameHeaderName(name, opensandbox::kEgressAuthHeader)) log::RegisterSecret(value);
-  }
+  log::RegisterSecret(*token);
   opensandbox::Headers headers = endpoint.headers;  // also through the server proxy, which drops them
   if (!config_->execd_access_token.empty()) {
     ABX_ASSIGN_OR_RETURN(bool through_execd, ThroughExecd(sandbox_id, endpoint, cancel));

@@ -1,5 +1,7 @@
 #include "bridge/core/endpoint_cache.h"
 
+#include "bridge/base/log.h"
+
 namespace abx::core {
 namespace {
 
@@ -57,6 +59,7 @@ Result<opensandbox::ExecdClient> EndpointCache::Execd(const std::string& sandbox
                                                      ? endpoint->endpoint
                                                      : DirectExecdEndpoint(endpoint->endpoint));
   target.headers = endpoint->headers;
+  if (const std::string* access = opensandbox::SecureAccessToken(target.headers)) log::RegisterSecret(*access);
   if (!config.execd_access_token.empty()) {
     target.headers.emplace_back("X-EXECD-ACCESS-TOKEN", config.execd_access_token);
   }

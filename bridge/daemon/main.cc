@@ -9,10 +9,11 @@
 //   abx-opensandbox-bridge template build|list|delete … [--socket PATH]
 //   abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]
 //   abx-opensandbox-bridge egress SANDBOX_ID [get | allow|deny|remove TARGET...] [--socket PATH]
+//   abx-opensandbox-bridge url SANDBOX_ID PORT [--expires SECONDS] [--socket PATH]
 //   abx-opensandbox-bridge --version
 //
 // The shim starts `serve` on demand; systemd may start it too (packaging/systemd/). The
-// commands that work in a sandbox (pty, snapshot, template, watch, egress) start one as the shim
+// commands that work in a sandbox (pty, snapshot, template, watch, egress, url) start one as the shim
 // does when none runs (cli_bridge.h); those about the running bridge (status, stop,
 // sandboxes) say so when there is none. `--help` on the program or a command prints its
 // usage and exits 0; a wrong use prints it on stderr and exits 2.
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,7 @@
 #include "bridge/daemon/sandboxes_command.h"
 #include "bridge/daemon/snapshot_command.h"
 #include "bridge/daemon/template_command.h"
+#include "bridge/daemon/url_command.h"
 #include "bridge/daemon/watch_command.h"
 #include "bridge/daemon/status_command.h"
 #include "common/bridge_paths.h"
@@ -49,7 +52,7 @@ namespace pb = abx::opensandbox::v1;
 
 int Usage(FILE* out) {
   std::fprintf(out,
-               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template|watch|egress [--socket PATH] "
+               "usage: abx-opensandbox-bridge serve|status|stop|sandboxes|pty|snapshot|template|watch|egress|url [--socket PATH] "
                "[--idle-timeout SECONDS] [--json]\n"
                "  serve    run the bridge in the foreground (the shim starts it on demand)\n"
                "  status   print the running bridge's stats as JSON\n"
@@ -67,6 +70,8 @@ int Usage(FILE* out) {
                "(\"create /tmp/x\"); ^C stops\n"
                "  egress SANDBOX_ID [get | allow|deny|remove TARGET...]  the sandbox's egress rules, read or\n"
                "           changed (a sandbox created with network_policy)\n"
+               "  url SANDBOX_ID PORT [--expires SECONDS]  where a port of the sandbox is reached, and\n"
+               "           the headers to send; with --expires a signed URL that needs none\n"
                "Default socket: %s (ABX_OPENSANDBOX_BRIDGE_SOCKET overrides).\n"
                "Idle timeout: 600 s without a session (ABX_OPENSANDBOX_BRIDGE_IDLE_TIMEOUT; 0 = never).\n"
                "Sandbox lease: a command's stdin pipe and a watch host end 90 s after the bridge's last\n"
@@ -105,6 +110,12 @@ const std::map<std::string, const char*>& CommandUsage() {
        "  rule per TARGET that allows or denies it (replacing one with the same target), or the\n"
        "  TARGETs' rules removed. A TARGET is a host name, *.domain, an IP address or a CIDR.\n"
        "  Prints the rules after, one a line, under the default. Starts a bridge when none runs.\n"},
+      {"url",
+       "usage: abx-opensandbox-bridge url SANDBOX_ID PORT [--expires SECONDS] [--socket PATH]\n"
+       "  where PORT of the sandbox is reached from here: the URL, then each header to send\n"
+       "  (\"Name: value\"). With --expires (60 to 604800), a signed URL that needs no header and\n"
+       "  stops working then, and its expires_at (a Kubernetes server behind its ingress gateway\n"
+       "  with signing keys, and a sandbox created with secure_access). Starts a bridge when none runs.\n"},
       {"watch",
        "usage: abx-opensandbox-bridge watch SANDBOX_ID PATH [--recursive] [--socket PATH]\n"
        "  changes under PATH as they happen, one line each (\"create /tmp/x\"); ^C stops.\n"
@@ -117,7 +128,7 @@ const std::map<std::string, const char*>& CommandUsage() {
 // flag of its own.
 bool TakesValue(const std::string& arg) {
   return arg == "--socket" || arg == "--name" || arg == "--idle-timeout" || arg == "--from" || arg == "--file" ||
-         arg == "--run" || arg == "--timeout";
+         arg == "--run" || arg == "--timeout" || arg == "--expires";
 }
 
 int CommandUsageOf(const std::string& command, FILE* out) {
@@ -196,12 +207,23 @@ int main(int argc, char** argv) {
   bool json = false;
   bool recursive = false;
   std::string snapshot_name;
+  std::optional<int64_t> expires;
   std::vector<std::string> operands;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((command == "pty" || command == "snapshot" || command == "watch" || command == "egress") && !arg.empty() &&
+    if ((command == "pty" || command == "snapshot" || command == "watch" || command == "egress" ||
+         command == "url") && !arg.empty() &&
         arg[0] != '-') {
       operands.push_back(arg);
+    } else if (arg == "--expires" && command == "url" && i + 1 < argc) {
+      char* end = nullptr;
+      const char* text = argv[++i];
+      const long long seconds = std::strtoll(text, &end, 10);
+      if (end == text || *end != '\0') {
+        std::fprintf(stderr, "--expires takes a number of seconds\n");
+        return CommandUsageOf(command, stderr);
+      }
+      expires = seconds;
     } else if (arg == "--recursive" && command == "watch") {
       recursive = true;
     } else if (arg == "--name" && command == "snapshot" && i + 1 < argc) {
@@ -236,6 +258,17 @@ int main(int argc, char** argv) {
     std::string socket;
     if (!bridge.Reach(command.c_str(), &socket)) return 1;
     return abx::daemon::RunEgressCommand(socket, operands[0], words);
+  }
+  if (command == "url") {
+    char* end = nullptr;
+    const long port = operands.size() == 2 ? std::strtol(operands[1].c_str(), &end, 10) : 0;
+    if (operands.size() != 2 || *end != '\0' || port < 1 || port > 65535) {
+      std::fprintf(stderr, "url takes a sandbox id and a port (1 to 65535)\n");
+      return CommandUsageOf(command, stderr);
+    }
+    std::string socket;
+    if (!bridge.Reach(command.c_str(), &socket)) return 1;
+    return abx::daemon::PrintPortUrl(socket, operands[0], static_cast<int>(port), expires);
   }
   const size_t wanted_min = command == "watch" ? 2 : 1;
   const size_t wanted_max = command == "snapshot" ? 1 : 2;

@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <iterator>
@@ -226,6 +227,22 @@ size_t WebSocketClient::open_connections() const {
   return impl_->live.size();
 }
 
+namespace {
+
+// The name to look up for `host`. "localhost" and every name under it are the loopback
+// (RFC 6761 §6.3), as libcurl resolves them without asking the system resolver, which
+// knows only "localhost" itself: a WebSocket must reach whatever the HTTP calls to the
+// same endpoint reach (a gateway's wildcard names under localhost, say).
+std::string NameToResolve(const std::string& host) {
+  std::string lower = host;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string suffix = ".localhost";
+  const bool under = lower.size() > suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return under ? "localhost" : host;
+}
+
+}  // namespace
+
 TransportResult<WebSocketOpened> WebSocketClient::Connect(const WebSocketRequest& request,
                                                           WebSocket::Handlers handlers, const CancelFlag* cancel) {
   auto parsed = ParseHttpUrl(request.url);
@@ -253,7 +270,7 @@ TransportResult<WebSocketOpened> WebSocketClient::Connect(const WebSocketRequest
   const auto timeout = std::chrono::milliseconds(request.timeout_ms);
   net::post(connection->ws().get_executor(), [connection, wait, finish, parsed = *parsed, request, timeout] {
     connection->resolver().async_resolve(
-        parsed.host, parsed.port,
+        NameToResolve(parsed.host), parsed.port,
         [connection, wait, finish, parsed, request, timeout](beast::error_code ec, tcp::resolver::results_type results) {
           if (ec) return finish(ec);
           beast::get_lowest_layer(connection->ws()).expires_after(timeout);

@@ -4,6 +4,7 @@
 
 #include "bridge/base/json.h"
 #include "bridge/base/time_util.h"
+#include "bridge/http/header_map.h"
 #include "common/percent_encoding.h"
 
 namespace abx::opensandbox {
@@ -115,6 +116,13 @@ Result<SandboxPage> DecodeSandboxPage(const std::string& body) {
     page.total_items = json::GetInt(*pagination, "totalItems").value_or(0);
   }
   return page;
+}
+
+const std::string* SecureAccessToken(const Headers& headers) {
+  for (const auto& [name, value] : headers) {
+    if (http::EqualsIgnoreCase(name, kSecureAccessHeader)) return &value;
+  }
+  return nullptr;
 }
 
 Result<Endpoint> DecodeEndpoint(const std::string& body) {
@@ -276,13 +284,15 @@ Status LifecycleClient::DeleteSnapshot(const std::string& id, const CancelToken*
 }
 
 Result<Endpoint> LifecycleClient::GetEndpoint(const std::string& id, int port,
-                                              bool use_server_proxy, const CancelToken* cancel) {
+                                              bool use_server_proxy, const CancelToken* cancel,
+                                              int64_t* server_now_ms) {
   HttpCall call = Call("GET", "/sandboxes/" + PercentEncode(id) + "/endpoints/" +
                                  std::to_string(port) + "?use_server_proxy=" +
                                  (use_server_proxy ? "true" : "false"));
   call.idempotent = true;
   auto answer = http_->Send(call, cancel, "get sandbox endpoint");
   if (!answer.ok()) return answer.error();
+  if (server_now_ms) *server_now_ms = ParseHttpDateMillis(answer->Header("date")).value_or(NowMillis());
   return DecodeEndpoint(answer->body);
 }
 

@@ -53,6 +53,12 @@ struct Endpoint {
   Headers headers;       // to send on every request there
 };
 
+// A secure sandbox's access header (a sandbox created with secure_access, behind the
+// ingress gateway): its value is a credential for every port of the sandbox.
+inline constexpr char kSecureAccessHeader[] = "OpenSandbox-Secure-Access";
+// The value of that header among an endpoint's headers, or null.
+const std::string* SecureAccessToken(const Headers& headers);
+
 class LifecycleClient {
  public:
   LifecycleClient(HttpCaller* http, std::string base_url, std::string api_key)
@@ -86,8 +92,15 @@ class LifecycleClient {
   Result<SnapshotPage> ListSnapshots(const std::string& sandbox_id, const std::vector<std::string>& states,
                                      int page, int page_size, const CancelToken* cancel);
   Status DeleteSnapshot(const std::string& id, const CancelToken* cancel);
+  // `server_now_ms` receives the server's clock (Date header).
   Result<Endpoint> GetEndpoint(const std::string& id, int port, bool use_server_proxy,
-                               const CancelToken* cancel);
+                               const CancelToken* cancel, int64_t* server_now_ms = nullptr);
+  // The signed route of a port until `expires_unix_s` (?expires=; signed_endpoint.cc):
+  // only a Kubernetes server behind its ingress gateway with secure_access keys signs.
+  // Its refusals are E8007 saying what the server would need (the Kubernetes runtime,
+  // gateway mode, signing keys), and -32602 naming `expires` for an expiry it refuses.
+  Result<Endpoint> GetSignedEndpoint(const std::string& id, int port, int64_t expires_unix_s,
+                                     const CancelToken* cancel);
   // GET /health at the server root (no auth needed) — reachability; also the clock.
   Result<int64_t> ServerNowMillis(const CancelToken* cancel);
   // Any authenticated call that proves the key is accepted.

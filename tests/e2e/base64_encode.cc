@@ -25,4 +25,22 @@ std::string Base64(const std::string& bytes) {
   return out;
 }
 
+std::string Unbase64(const std::string& text) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int bits = 0;
+  uint32_t value = 0;
+  for (char c : text) {
+    const size_t at = kAlphabet.find(c);
+    if (at == std::string::npos) continue;  // padding
+    value = ((value << 6) | static_cast<uint32_t>(at)) & 0xffffff;  // 4 groups at most
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((value >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
 }  // namespace abx::e2e

@@ -10,5 +10,7 @@
 namespace abx::e2e {
 
 std::string Base64(const std::string& bytes);
+// Decodes it back; characters outside the alphabet (padding) are skipped.
+std::string Unbase64(const std::string& text);
 
 }  // namespace abx::e2e

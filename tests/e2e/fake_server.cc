@@ -55,9 +55,14 @@ HttpResponse HttpRequest(int port, const std::string& method, const std::string&
     ::close(fd);
     return response;
   }
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
-                        std::to_string(port) + "\r\nConnection: close\r\n";
-  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  std::string host = "127.0.0.1:" + std::to_string(port);
+  for (const auto& [name, value] : headers) {
+    if (name == "Host") host = value;
+  }
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n";
+  for (const auto& [name, value] : headers) {
+    if (name != "Host") request += name + ": " + value + "\r\n";
+  }
   if (!body.empty() || method == "POST" || method == "PUT") {
     request += "Content-Type: application/json\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\n";
@@ -233,6 +238,7 @@ std::optional<FakeStats> FakeServer::Stats(std::string* error) {
   stats.auth_rejected = GetInt(doc, "auth_rejected", 0);
   stats.snapshots = GetInt(doc, "snapshots", 0);
   stats.egress_requests_with_execd_token = GetInt(doc, "egress_requests_with_execd_token", 0);
+  stats.gateway_requests = GetInt(doc, "gateway_requests", 0);
   stats.server_proxy_upstream_connections = GetInt(doc, "server_proxy_upstream_connections", 0);
   stats.code_runs_active = GetInt(doc, "code_runs_active", 0);
   stats.kernels_alive = GetInt(doc, "kernels_alive", 0);

@@ -31,6 +31,7 @@ struct FakeStats {
   int64_t auth_rejected = 0;  // lifecycle requests refused for a missing or wrong key
   int64_t snapshots = 0;      // every snapshot the server holds, whatever its state
   int64_t egress_requests_with_execd_token = 0;  // egress sidecar requests carrying it
+  int64_t gateway_requests = 0;  // requests the ingress gateway passed on to a sandbox
 };
 
 struct HttpResponse {
@@ -81,7 +82,8 @@ class FakeServer {
   std::thread drain_thread_;
 };
 
-// A raw HTTP/1.1 exchange with 127.0.0.1:port (Connection: close).
+// A raw HTTP/1.1 exchange with 127.0.0.1:port (Connection: close). A "Host" among
+// `headers` replaces the default one (127.0.0.1:port).
 HttpResponse HttpRequest(int port, const std::string& method, const std::string& path,
                          const std::vector<std::pair<std::string, std::string>>& headers,
                          const std::string& body, Millis timeout);

@@ -34,6 +34,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->stats->egress_requests_with_execd_token.load());
     w.Key("server_proxy_upstream_connections");
     w.Uint64(ctx->stats->server_proxy_upstream_connections.load());
+    w.Key("gateway_requests");
+    w.Uint64(ctx->stats->gateway_requests.load());
     w.Key("code_runs_active");
     w.Int64(ctx->stats->code_runs_active.load());
     w.Key("kernels_alive");

@@ -550,12 +550,13 @@ bool ParseCreateRequest(const std::string& body, const FakeConfig& config, Creat
     }
     spec->platform = std::make_pair(os, arch);
   }
-  if (secure_access) {
+  if (secure_access && (docker || config.ingress_route_mode == IngressRouteMode::kNone)) {
     *rejection = BadRequest("SANDBOX::INVALID_PARAMETER",
                             docker ? "secureAccess is not supported by the Docker runtime."
                                    : "secureAccess requires ingress gateway mode.");
     return false;
   }
+  spec->secure_access = secure_access;
   // A restore without an entrypoint runs `tail -f /dev/null` (sandbox-lifecycle.yml).
   if (spec->snapshot_id && spec->entrypoint.empty()) spec->entrypoint = {"tail", "-f", "/dev/null"};
   spec->resolved_entrypoint = spec->entrypoint;

@@ -29,6 +29,7 @@ struct CreateSpec {
   StringPairs env;                      // request order; null values dropped, as Docker drops them
   double cpu_limit = 0;                 // resourceLimits.cpu in cores (Docker's nano_cpus); 0 = none
   bool has_network_policy = false;
+  bool secure_access = false;           // allowed only with the ingress gateway
   std::string network_policy_json;      // as the server hands it to the egress sidecar
   std::vector<VolumeSpec> volumes;  // pydantic-valid; the service's checks come later
   // Kubernetes pool mode (extensions.poolRef): the pool's image, already resolved.

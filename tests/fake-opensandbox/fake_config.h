@@ -19,6 +19,17 @@ enum class PtyApi { kNone, kBasic, kFull };
 
 enum class Runtime { kDocker, kKubernetes };
 
+// How a Kubernetes server in ingress gateway mode names a sandbox's port
+// (ingress.gateway.route.mode, ingress_gateway.h); kNone: ingress.mode = direct.
+enum class IngressRouteMode { kNone, kWildcard, kUri, kHeader };
+
+// One of ingress.secure_access's signing keys: a one-character id and its secret (the
+// decoded bytes of its base64).
+struct SigningKey {
+  char id = 0;
+  std::string secret;
+};
+
 struct FakeConfig {
   int port = 0;                         // 0: any free port
   std::string api_key;                  // empty: no lifecycle auth
@@ -44,6 +55,12 @@ struct FakeConfig {
   std::vector<std::string> allowed_host_paths;  // storage.allowed_host_paths; empty: none
   std::vector<std::string> programs_left_out;   // --without-program: no image has these
   std::vector<std::pair<std::string, std::string>> pools;  // Kubernetes Pools: (name, image)
+  // --ingress-gateway: the Kubernetes server's ingress gateway and its route mode; the
+  // server and the gateway share the secure_access keys, and the server signs with the
+  // active one (empty: no secure_access, no signed routes).
+  IngressRouteMode ingress_route_mode = IngressRouteMode::kNone;
+  std::vector<SigningKey> signing_keys;
+  char active_signing_key = 0;
   // Upstream's real execd in every sandbox (real_execd.h) instead of the fake's own;
   // empty: the fake's. The bootstrap script defaults to bootstrap.sh beside the binary.
   std::string execd_binary;

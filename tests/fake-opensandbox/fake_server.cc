@@ -155,6 +155,11 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& given, std::stri
   ctx.snapshots = fake->snapshots_.get();
   ctx.faults = fake->faults_;
   ctx.stats = fake->stats_;
+  if (config.ingress_route_mode != IngressRouteMode::kNone) {
+    fake->gateway_ = IngressGateway::Start(config, fake->registry_.get(), fake->faults_, fake->stats_, clock, error);
+    if (!fake->gateway_) return nullptr;
+    ctx.gateway_port = fake->gateway_->port();
+  }
 
   httplib::Server& server = fake->server_;
   std::shared_ptr<ServerStats> stats = fake->stats_;
@@ -181,21 +186,6 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& given, std::stri
   fake->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
   return fake;
 }
-
-namespace {
-
-// httplib parses a multipart body into req.files and leaves req.body empty, which would
-// make the proxy forward an empty upload. Before the body is read, the proxied request's
-// Content-Type is moved aside, so the body arrives raw; the forwarder puts it back.
-void HideContentTypeFromBodyParsing(httplib::Request& req) {
-  auto it = req.headers.find("Content-Type");
-  if (it == req.headers.end()) return;
-  std::string value = it->second;
-  req.headers.erase(it);
-  req.headers.emplace(kProxiedContentTypeHeader, value);
-}
-
-}  // namespace
 
 void FakeServer::InstallMiddleware() {
   server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -283,6 +273,7 @@ FakeServer::~FakeServer() {
   stopping_ = true;
   server_.stop();
   if (listener_.joinable()) listener_.join();
+  gateway_.reset();
   registry_.reset();
   snapshots_.reset();  // waits for captures in progress
   RemoveTreeQuietly(owns_root_ ? root_dir_ : root_dir_ + "/.fake-work");

@@ -14,6 +14,7 @@
 
 #include "tests/fake-opensandbox/fake_config.h"
 #include "tests/fake-opensandbox/fault_state.h"
+#include "tests/fake-opensandbox/ingress_gateway.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
 #include "tests/fake-opensandbox/sandbox_registry.h"
 #include "tests/fake-opensandbox/server_stats.h"
@@ -28,6 +29,8 @@ class FakeServer {
   ~FakeServer();
 
   int port() const { return port_; }
+  // The ingress gateway's port (--ingress-gateway); 0 without one.
+  int gateway_port() const { return gateway_ ? gateway_->port() : 0; }
   const std::string& root_dir() const { return root_dir_; }
   // Kills all sandboxes and removes the temp root, without waiting for connections
   // (for exiting the process from a signal).
@@ -42,6 +45,7 @@ class FakeServer {
   std::shared_ptr<FaultState> faults_ = std::make_shared<FaultState>();
   std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<SandboxRegistry> registry_;
+  std::unique_ptr<IngressGateway> gateway_;
   LifecycleContext context_;
   httplib::Server server_;
   std::thread listener_;

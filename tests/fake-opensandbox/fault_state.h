@@ -36,6 +36,7 @@ struct Faults {
   int64_t start_ms = 0;                  // a new sandbox stays Pending N ms (a container's start)
   bool refuse_creates = false;           // POST /sandboxes fails as a runtime out of quota does
   int64_t proxy_internal_errors = 0;     // the next N server-proxy HTTP requests answer its 500
+  int64_t gateway_clock_ahead_s = 0;     // the ingress gateway's clock runs N s ahead (signed routes expire)
 };
 
 // Whether the switches `json` turns on can work when the real execd runs every sandbox

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/fake-opensandbox/egress_policy.h"
+#include "tests/fake-opensandbox/signed_route.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -108,6 +109,17 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
                            from every sandbox's commands (needs root)
   --pool NAME=IMAGE        with --runtime kubernetes: a Pool the server serves
                            (extensions.poolRef), whose pods run IMAGE (repeatable)
+  --ingress-gateway wildcard|uri|header
+                           with --runtime kubernetes: the server is in ingress
+                           gateway mode with this route mode, and the fake runs the
+                           gateway (endpoints name it; it routes to the sandboxes)
+  --secure-access-keys ID=BASE64[,ID=BASE64...]
+                           with --ingress-gateway: ingress.secure_access's signing
+                           keys (ID one of [0-9a-z], BASE64 padded), shared by the
+                           server and the gateway; allows secureAccess and signed
+                           routes (?expires=)
+  --secure-access-active-key ID
+                           the key the server signs with (default: the first)
   --help                   this text
 
 Test control (no auth): GET /_fake/stats, GET|POST|DELETE /_fake/faults,
@@ -240,6 +252,28 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
         return FlagsResult::kError;
       }
       config->pools.emplace_back(value.substr(0, sep), value.substr(sep + 1));
+    } else if (flag == "--ingress-gateway") {
+      if (!need_value()) return FlagsResult::kError;
+      if (value == "wildcard") {
+        config->ingress_route_mode = IngressRouteMode::kWildcard;
+      } else if (value == "uri") {
+        config->ingress_route_mode = IngressRouteMode::kUri;
+      } else if (value == "header") {
+        config->ingress_route_mode = IngressRouteMode::kHeader;
+      } else {
+        *error = "--ingress-gateway must be wildcard, uri or header";
+        return FlagsResult::kError;
+      }
+    } else if (flag == "--secure-access-keys") {
+      if (!need_value()) return FlagsResult::kError;
+      if (!ParseSigningKeys(value, &config->signing_keys, error)) return FlagsResult::kError;
+    } else if (flag == "--secure-access-active-key") {
+      if (!need_value()) return FlagsResult::kError;
+      if (value.size() != 1) {
+        *error = "--secure-access-active-key wants one character, got: " + value;
+        return FlagsResult::kError;
+      }
+      config->active_signing_key = value[0];
     } else {
       *error = "unknown flag: " + flag + " (see --help)";
       return FlagsResult::kError;
@@ -248,6 +282,26 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
   if (!config->pools.empty() && config->runtime != Runtime::kKubernetes) {
     *error = "--pool needs --runtime kubernetes (a Docker server has no pools)";
     return FlagsResult::kError;
+  }
+  // The server's own configuration checks (config.py): Docker only with ingress.mode =
+  // direct, secure_access only in gateway mode, the active key one of the keys.
+  if (config->ingress_route_mode != IngressRouteMode::kNone && config->runtime != Runtime::kKubernetes) {
+    *error = "--ingress-gateway needs --runtime kubernetes (a Docker server has ingress.mode = direct)";
+    return FlagsResult::kError;
+  }
+  if (!config->signing_keys.empty() && config->ingress_route_mode == IngressRouteMode::kNone) {
+    *error = "--secure-access-keys needs --ingress-gateway (secure_access needs ingress.mode = gateway)";
+    return FlagsResult::kError;
+  }
+  if (config->active_signing_key != 0) {
+    bool known = false;
+    for (const SigningKey& key : config->signing_keys) known = known || key.id == config->active_signing_key;
+    if (!known) {
+      *error = "--secure-access-active-key must be one of --secure-access-keys' ids";
+      return FlagsResult::kError;
+    }
+  } else if (!config->signing_keys.empty()) {
+    config->active_signing_key = config->signing_keys.front().id;
   }
   return FlagsResult::kRun;
 }

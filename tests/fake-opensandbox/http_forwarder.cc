@@ -180,4 +180,12 @@ bool ForwardRequest(const httplib::Request& req, httplib::Response& res,
   return true;
 }
 
+void HideContentTypeFromBodyParsing(httplib::Request& req) {
+  auto it = req.headers.find("Content-Type");
+  if (it == req.headers.end()) return;
+  std::string value = it->second;
+  req.headers.erase(it);
+  req.headers.emplace(kProxiedContentTypeHeader, value);
+}
+
 }  // namespace fake_opensandbox

@@ -16,8 +16,14 @@
 namespace fake_opensandbox {
 
 // Where a proxied request's Content-Type waits while httplib reads the body raw (see
-// HideContentTypeFromBodyParsing in fake_server.cc); forwarded as Content-Type again.
+// HideContentTypeFromBodyParsing); forwarded as Content-Type again.
 inline constexpr char kProxiedContentTypeHeader[] = "X-Fake-Proxied-Content-Type";
+
+// httplib parses a multipart body into req.files and leaves req.body empty, which would
+// make a proxy forward an empty upload. A proxy's pre-routing handler calls this before
+// the body is read: the Content-Type is moved aside, so the body arrives raw, and the
+// forwarder puts it back.
+void HideContentTypeFromBodyParsing(httplib::Request& req);
 
 struct ForwardTarget {
   int port = 0;

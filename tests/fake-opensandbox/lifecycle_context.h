@@ -27,6 +27,7 @@ struct LifecycleContext {
   std::shared_ptr<FaultState> faults;
   std::shared_ptr<ServerStats> stats;
   int port = 0;  // the lifecycle listener's own port, for server-proxy endpoints
+  int gateway_port = 0;  // the ingress gateway's (--ingress-gateway), for its endpoints
 };
 
 void SendJson(httplib::Response& res, int status, const std::string& body);
@@ -40,6 +41,7 @@ void SendSandboxNotFound(httplib::Response& res, const LifecycleContext& context
 std::string RuntimeNamespace(const LifecycleContext& context);
 
 void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* context);
+void RegisterEndpointRoute(httplib::Server& server, LifecycleContext* context);
 void RegisterSnapshotRoutes(httplib::Server& server, LifecycleContext* context);
 void RegisterServerProxyRoute(httplib::Server& server, LifecycleContext* context);
 void RegisterControlRoutes(httplib::Server& server, LifecycleContext* context);

@@ -1,5 +1,5 @@
 // The lifecycle API (docs/opensandbox.md §1.3–1.10): sandboxes CRUD, pause/resume, renew, metadata,
-// endpoints, /health; snapshot_routes.cc has the snapshots.
+// /health; endpoint_route.cc has the endpoints, snapshot_routes.cc the snapshots.
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,6 @@
 #include "common/percent_encoding.h"
 #include "rapidjson/document.h"
 #include "tests/fake-opensandbox/create_request.h"
-#include "tests/fake-opensandbox/egress_sidecar.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/lifecycle_json.h"
@@ -301,72 +300,6 @@ void HandlePatchMetadata(const httplib::Request& req, httplib::Response& res,
   SendJson(res, 200, SandboxJson(*info));
 }
 
-void HandleEndpoint(const httplib::Request& req, httplib::Response& res, LifecycleContext* ctx) {
-  std::string id = req.matches[1];
-  std::string port_text = req.matches[2];
-  ValidationErrors errors;
-  auto port = ParseQueryInt(port_text);
-  if (!port) AddIntParsingError(errors, {std::string("path"), std::string("port")}, port_text);
-  bool use_server_proxy = false;
-  if (req.has_param("use_server_proxy")) {
-    std::string text = req.get_param_value("use_server_proxy");
-    auto value = ParseQueryBool(text);
-    if (!value) {
-      errors.AddWithStringInput("bool_parsing",
-                                {std::string("query"), std::string("use_server_proxy")},
-                                "Input should be a valid boolean, unable to interpret input", text);
-    } else {
-      use_server_proxy = *value;
-    }
-  }
-  bool has_expires = req.has_param("expires");
-  if (has_expires) {
-    std::string text = req.get_param_value("expires");
-    if (!ParseQueryInt(text)) {
-      AddIntParsingError(errors, {std::string("query"), std::string("expires")}, text);
-    }
-  }
-  if (!errors.empty()) return SendJson(res, 422, errors.ToJson());
-  auto info = ctx->registry->Get(id, false);
-  if (!info) return SendSandboxNotFound(res, *ctx, id);
-  if (*port < 1 || *port > 65535) {
-    return SendCodeMessage(res, 400, RuntimeNamespace(*ctx) + "INVALID_PORT",
-                           "Port must be between 1 and 65535.");
-  }
-  if (has_expires) {
-    if (use_server_proxy) {
-      return SendCodeMessage(res, 400, "SANDBOX::INVALID_PARAMETER",
-                             "expires cannot be combined with use_server_proxy.");
-    }
-    return SendCodeMessage(res, 400, "SANDBOX::API_NOT_SUPPORTED",
-                           "Signed endpoints are not supported by this runtime.");
-  }
-  std::string p = std::to_string(*port);
-  std::string endpoint =
-      use_server_proxy
-          ? "127.0.0.1:" + std::to_string(ctx->port) + "/sandboxes/" + id + "/proxy/" + p
-          : "127.0.0.1:" + std::to_string(info->execd_port) + "/proxy/" + p;
-  // A pod's egress sidecar is its own container port (<pod IP>:18080), not behind execd.
-  if (!use_server_proxy && *port == kEgressPort && info->egress_port > 0 &&
-      ctx->config.runtime == Runtime::kKubernetes) {
-    endpoint = "127.0.0.1:" + std::to_string(info->egress_port);
-  }
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("endpoint");
-  WriteString(w, endpoint);
-  if (*port == kEgressPort && info->has_network_policy) {
-    w.Key("headers");
-    w.StartObject();
-    w.Key(kEgressAuthHeader);
-    WriteString(w, info->egress_token);
-    w.EndObject();
-  }
-  w.EndObject();
-  SendJson(res, 200, buffer.GetString());
-}
-
 }  // namespace
 
 void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* ctx) {
@@ -388,7 +321,7 @@ void RegisterLifecycleRoutes(httplib::Server& server, LifecycleContext* ctx) {
   server.Post(v1 + "/sandboxes/([^/]+)/resume", bind(HandleResume));
   server.Post(v1 + "/sandboxes/([^/]+)/renew-expiration", bind(HandleRenew));
   server.Patch(v1 + "/sandboxes/([^/]+)/metadata", bind(HandlePatchMetadata));
-  server.Get(v1 + "/sandboxes/([^/]+)/endpoints/([^/]+)", bind(HandleEndpoint));
+  RegisterEndpointRoute(server, ctx);
   RegisterSnapshotRoutes(server, ctx);
 }
 

@@ -158,6 +158,8 @@ bool SandboxRegistry::Create(const CreateSpec& spec, const SnapshotSource* from,
   info.created_at = clock_.Now();
   if (spec.timeout_s) info.expires_at = info.created_at + std::chrono::seconds(*spec.timeout_s);
   info.has_network_policy = spec.has_network_policy;
+  // The server's secrets.token_urlsafe(24), kept in a workload annotation.
+  if (spec.secure_access) info.secure_access_token = NewEgressToken();
   if (spec.has_network_policy) {
     // The sidecar upstream starts beside the sandbox, with the policy of the request.
     info.egress_token = NewEgressToken();

@@ -52,6 +52,9 @@ struct SandboxInfo {
   bool has_network_policy = false;
   std::string egress_token;  // OPENSANDBOX-EGRESS-AUTH value (with a network policy)
   int egress_port = 0;       // its egress sidecar's own listener (egress_sidecar.h); 0: none
+  // Created with secureAccess: the OpenSandbox-Secure-Access value the ingress gateway
+  // wants (ingress_gateway.h); empty: not secure.
+  std::string secure_access_token;
   std::string host_root;
   int execd_port = 0;
   bool real_execd = false;   // upstream's execd runs it (--execd-binary)

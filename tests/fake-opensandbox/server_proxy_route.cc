@@ -4,9 +4,9 @@
 // otherwise; answers (SSE included) are streamed through as they arrive, and a WebSocket
 // upgrade is served as upstream's proxy serves it (upgrade_tunnel.h).
 
-#include "tests/fake-opensandbox/egress_sidecar.h"
 #include "tests/fake-opensandbox/http_forwarder.h"
 #include "tests/fake-opensandbox/lifecycle_context.h"
+#include "tests/fake-opensandbox/sandbox_port_target.h"
 #include "tests/fake-opensandbox/upgrade_tunnel.h"
 
 namespace fake_opensandbox {
@@ -45,18 +45,7 @@ void HandleProxy(const httplib::Request& req, httplib::Response& res, LifecycleC
   std::string marker = "/proxy/" + port;
   size_t at = raw_path.find(marker);
   std::string rest = at == std::string::npos ? "" : raw_path.substr(at + marker.size());
-  ForwardTarget target;
-  target.port = info->execd_port;
-  target.path_and_query = "/proxy/" + port + rest + RawQuery(req);
-  // upstream's proxy reaches the container's port itself: execd's own, with no hop through
-  // execd's reverse proxy, for a sandbox that runs the real execd. (Its other ports still
-  // pass through execd's /proxy/<P>: the fake publishes only execd's.)
-  if (info->real_execd && port == "44772") target.path_and_query = (rest.empty() ? "/" : rest) + RawQuery(req);
-  // A pod's egress sidecar is reached at its own port; a Docker sandbox's through execd.
-  if (port == std::to_string(kEgressPort) && info->egress_port > 0 && ctx->config.runtime == Runtime::kKubernetes) {
-    target.port = info->egress_port;
-    target.path_and_query = (rest.empty() ? "/" : rest) + RawQuery(req);
-  }
+  ForwardTarget target = SandboxPortTarget(*info, ctx->config.runtime, port, rest, RawQuery(req));
   target.dropped_headers = {"Authorization", "Cookie", "OPEN-SANDBOX-API-KEY"};
   target.added_headers = {{"X-Forwarded-Proto", "http"},
                           {"X-Forwarded-Host", req.get_header_value("Host")},

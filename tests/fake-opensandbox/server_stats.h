@@ -20,6 +20,8 @@ struct ServerStats {
   // Connections the fake itself opened to execd listeners for the server proxy route;
   // they are included in execd_connections_accepted.
   std::atomic<uint64_t> server_proxy_upstream_connections{0};
+  // Requests the ingress gateway (--ingress-gateway) passed on to a sandbox.
+  std::atomic<uint64_t> gateway_requests{0};
   // /code runs whose kernel is still working (a client that went away does not end
   // one), and live kernels, across every sandbox.
   std::atomic<int64_t> code_runs_active{0};

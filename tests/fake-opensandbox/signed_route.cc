@@ -117,6 +117,12 @@ std::optional<RouteToken> ParseRouteToken(const std::string& token) {
   return out;
 }
 
+std::optional<int> ParsePortSegment(const std::string& text) {
+  int port = 0;
+  if (!IsDecimalPort(text, &port)) return std::nullopt;
+  return port;
+}
+
 std::optional<std::string> DecodeBase64(const std::string& text) {
   static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   if (text.empty() || text.size() % 4 != 0) return std::nullopt;
@@ -139,6 +145,59 @@ std::optional<std::string> DecodeBase64(const std::string& text) {
     if (pad < 1) out.push_back(static_cast<char>(chunk & 0xff));
   }
   return out;
+}
+
+namespace {
+
+std::string TrimSpaces(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+}  // namespace
+
+bool ParseSigningKeys(const std::string& text, std::vector<SigningKey>* keys, std::string* error) {
+  keys->clear();
+  if (TrimSpaces(text).empty()) {
+    *error = "--secure-access-keys: empty keys string";
+    return false;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string segment = TrimSpaces(text.substr(start, comma - start));
+    start = comma + 1;
+    if (segment.empty()) continue;
+    const size_t eq = segment.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == segment.size()) {
+      *error = "--secure-access-keys: invalid keys segment \"" + segment + "\" (want key_id=base64)";
+      return false;
+    }
+    const std::string id = TrimSpaces(segment.substr(0, eq));
+    const char c = id.empty() ? 0 : id[0];
+    if (id.size() != 1 || !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'))) {
+      *error = "--secure-access-keys: key_id must be exactly one of [0-9a-z], got \"" + id + "\"";
+      return false;
+    }
+    auto secret = DecodeBase64(TrimSpaces(segment.substr(eq + 1)));
+    if (!secret || secret->empty()) {
+      *error = std::string("--secure-access-keys: ") + (secret ? "empty secret" : "cannot decode the secret") +
+               " for key \"" + id + "\" (padded standard base64)";
+      return false;
+    }
+    bool replaced = false;
+    for (SigningKey& key : *keys) {
+      if (key.id == c) key.secret = *secret, replaced = true;
+    }
+    if (!replaced) keys->push_back(SigningKey{c, *secret});
+  }
+  if (keys->empty()) {
+    *error = "--secure-access-keys: no keys parsed";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace fake_opensandbox

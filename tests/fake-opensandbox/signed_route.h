@@ -15,6 +15,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "tests/fake-opensandbox/fake_config.h"
 
 namespace fake_opensandbox {
 
@@ -45,8 +48,16 @@ struct RouteToken {
 };
 std::optional<RouteToken> ParseRouteToken(const std::string& token);
 
+// A port as a route names it: 1…65535 in decimal, without a leading zero.
+std::optional<int> ParsePortSegment(const std::string& text);
+
 // Standard base64 with padding, as the gateway's --secure-access-keys wants it; nullopt
 // when it is not.
 std::optional<std::string> DecodeBase64(const std::string& text);
+
+// The gateway's --secure-access-keys, "a=BASE64,b=BASE64", read as its ParseKeys reads
+// it (blank segments skipped, a key id given twice keeps the last secret); false with
+// the gateway's reason in *error.
+bool ParseSigningKeys(const std::string& text, std::vector<SigningKey>* keys, std::string* error);
 
 }  // namespace fake_opensandbox

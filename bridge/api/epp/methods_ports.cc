@@ -15,10 +15,12 @@ Result<std::string> PortsUrl(Request& req) {
   if (!port || *port < 1 || *port > 65535) {
     return InvalidParams("port", "port must be between 1 and 65535");
   }
+  ABX_ASSIGN_OR_RETURN(std::optional<int64_t> expires, p.Int("expires"));
   core::Ports ports(req.session().upstream().get(), &req.session().config());
-  ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, static_cast<int>(*port), &req.cancel()));
-  return "{\"url\":" + json::Quote(url.url) + ",\"headers\":" +
-         json::ObjectOfStrings(url.headers) + "}";
+  ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, static_cast<int>(*port), expires, &req.cancel()));
+  std::string out = "{\"url\":" + json::Quote(url.url) + ",\"headers\":" + json::ObjectOfStrings(url.headers);
+  if (!url.expires_at.empty()) out += ",\"expires_at\":" + json::Quote(url.expires_at);
+  return out + "}";
 }
 
 }  // namespace abx::epp

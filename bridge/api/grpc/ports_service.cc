@@ -17,8 +17,11 @@ grpc::ServerUnaryReactor* PortsService::Url(grpc::CallbackServerContext* context
           return InvalidParams("port", "port must be between 1 and 65535");
         }
         core::Ports ports(call.upstream(), &call.config());
-        ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, request->port(), call.cancel()));
+        std::optional<int64_t> expires;
+        if (request->expires() != 0) expires = request->expires();
+        ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, request->port(), expires, call.cancel()));
         reply->set_url(url.url);
+        reply->set_expires_at(url.expires_at);
         reply->mutable_headers()->insert(url.headers.begin(), url.headers.end());
         return OkStatus();
       });

@@ -116,5 +116,20 @@ TEST_F(WebSocketClientTest, DestroyingTheClientEndsItsConnections) {
   ASSERT_EQ(ends.ends.size(), 1u) << "its end came before the client was gone";
 }
 
+// A name under localhost is the loopback, as libcurl takes it for the HTTP calls to the
+// same endpoint (an ingress gateway's wildcard names under localhost, say); the system
+// resolver knows only "localhost" itself.
+TEST_F(WebSocketClientTest, ANameUnderLocalhostIsTheLoopback) {
+  Ends ends;
+  WebSocketClient client;
+  WebSocketRequest request = TerminalNotReading();
+  const std::string loopback = "127.0.0.1";
+  ASSERT_NE(request.url.find(loopback), std::string::npos) << request.url;
+  request.url.replace(request.url.find(loopback), loopback.size(), "sandbox-44772.Gateway.LOCALHOST");
+  auto opened = client.Connect(request, ends.Handlers(), nullptr);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  EXPECT_NE(opened->socket, nullptr);
+}
+
 }  // namespace
 }  // namespace abx::http

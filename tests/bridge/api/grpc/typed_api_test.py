@@ -402,6 +402,39 @@ class TypedApiTest(unittest.TestCase):
         self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, caught.exception)
         self.assertEqual(trailers(caught.exception).get("abx-field"), "port")
 
+    def test_signed_port_urls_from_a_gateway_and_refusals(self):
+        gateway = ENV.start_fake("gateway", ["--runtime", "kubernetes", "--ingress-gateway", "uri",
+                                             "--secure-access-keys", "k=dHlwZWQtYXBpLWtleQ=="])
+        sb = self.pb["sandboxes"]
+        pt = self.pb["ports"]
+        sandbox = self.sandboxes.Create(
+            sb.CreateSandboxRequest(config=ENV.config(gateway), secure=True), timeout=60)
+        self.addCleanup(lambda: self.sandboxes.Kill(sb.KillSandboxRequest(
+            config=ENV.config(gateway), sandbox_id=sandbox.id), timeout=20))
+        plain = self.ports.Url(pt.PortUrlRequest(config=ENV.config(gateway), sandbox_id=sandbox.id, port=8080),
+                               timeout=20)
+        self.assertIn("/%s/8080" % sandbox.id, plain.url)
+        self.assertIn("OpenSandbox-Secure-Access", plain.headers)
+        self.assertEqual(plain.expires_at, "")
+        signed = self.ports.Url(pt.PortUrlRequest(config=ENV.config(gateway), sandbox_id=sandbox.id, port=8080,
+                                                  expires=600), timeout=20)
+        self.assertRegex(signed.url, r"/%s/8080/[0-9a-z]+/[0-9a-f]{8}k$" % sandbox.id)
+        self.assertEqual(dict(signed.headers), {})
+        self.assertRegex(signed.expires_at, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.ports.Url(pt.PortUrlRequest(config=ENV.config(gateway), sandbox_id=sandbox.id, port=8080,
+                                             expires=30), timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-field"), "expires")
+        # The default fake is a Docker server: it cannot sign.
+        docker = self.create_sandbox()
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.ports.Url(pt.PortUrlRequest(config=ENV.config(), sandbox_id=docker.id, port=8080, expires=600),
+                           timeout=20)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, caught.exception)
+        self.assertEqual(trailers(caught.exception).get("abx-epp-code"), "E8007")
+
     # -- the sandbox life ---------------------------------------------------------------
 
     def test_create_exec_files_kill(self):

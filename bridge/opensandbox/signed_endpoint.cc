@@ -1,5 +1,5 @@
 // LifecycleClient::GetSignedEndpoint: GET /sandboxes/{id}/endpoints/{port}?expires=<Unix s>
-// (docs/opensandbox.md §1.9). Only a Kubernetes server in ingress gateway mode with
+// (docs/opensandbox.md §1.10). Only a Kubernetes server in ingress gateway mode with
 // secure_access signing keys signs a route; every other server refuses with a 400 whose
 // code and words say why, read here into what a caller can act on.
 
@@ -36,13 +36,13 @@ Error Refusal(const HttpAnswer& answer) {
   const std::string message = json::GetString(doc, "message").value_or("");
   if (code == "SANDBOX::API_NOT_SUPPORTED") return CannotSign(answer, "its runtime is Docker");
   if (code != "SANDBOX::INVALID_PARAMETER") return upstream;
-  if (message.find("ingress.mode") != std::string::npos) {
+  if (message.find("ingress.mode") != std::string::npos || message.find("in gateway mode") != std::string::npos) {
     return CannotSign(answer, "its ingress is not in gateway mode");
   }
   if (message.find("ingress.secure_access") != std::string::npos) {
     return CannotSign(answer, "its gateway has no secure_access signing keys");
   }
-  if (message.find("expires") != std::string::npos) {  // the expiry itself (past, too large)
+  if (message.rfind("expires ", 0) == 0) {  // the expiry itself: "expires (…) must be…", "… exceeds…"
     Error e = InvalidParams("expires", std::string(kWhat) + ": the server refused the expiry: " + message);
     e.http_status = answer.status;
     e.request_id = answer.Header("x-request-id");

@@ -142,11 +142,6 @@ TEST_F(GatewayTest, CommandsFilesAndTerminalsGoThroughTheGatewayInEachRouteMode)
     ASSERT_TRUE(before && after);
     EXPECT_GT(after->gateway_requests, before->gateway_requests + 3) << "execd was not reached through the gateway";
 
-    // The access header is a secret: never in the bridge's log.
-    const std::string token = GetString(Ok(shim, "ports.url", JsonObject().Str("sandbox_id", id).Int("port", 8080).str())->result(),
-                                        "headers.OpenSandbox-Secure-Access");
-    ASSERT_EQ(token.size(), 32u);
-    EXPECT_EQ(ReadFile(bridge_log_path()).find(token), std::string::npos);
   }
 }
 
@@ -189,7 +184,7 @@ TEST_F(GatewayTest, ASignedUrlWorksWithoutHeadersUntilItExpires) {
     EXPECT_EQ(got.status, 200);
     EXPECT_EQ(got.body, "hello from " + mode);
 
-    // Altered: another digit in the signature, or another port under it.
+    // Altered: another digit in the signature.
     std::string tampered = url;
     const size_t sig = mode == "uri" ? tampered.rfind('/') + 1 : tampered.find('.') - 9;
     tampered[sig] = tampered[sig] == '0' ? '1' : '0';
@@ -236,13 +231,13 @@ TEST_F(GatewayTest, SignedUrlsAreRefusedWhereTheyCannotWorkBare) {
       expect_error(shim, id, 18080, 60, "-32602", "port");
     });
     EXPECT_EQ(sent, 0) << "refused before anything is sent";
+    EppSession* proxied = StartInitializedShim({{"ABX_OPENSANDBOX_USE_SERVER_PROXY", "true"}});
+    ASSERT_NE(proxied, nullptr);
+    EXPECT_EQ(UpstreamRequestsDuring([&] { expect_error(proxied, id, 8080, 60, "-32602", "expires"); }), 0);
     MessagePtr r = Call(shim, "ports.url", JsonObject().Str("sandbox_id", id).Int("port", 8080).Str("expires", "60").str());
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
     expect_error(shim, id, 8080, 60, "E8007", "its runtime is Docker");
-    EppSession* proxied = StartInitializedShim({{"ABX_OPENSANDBOX_USE_SERVER_PROXY", "true"}});
-    ASSERT_NE(proxied, nullptr);
-    expect_error(proxied, id, 8080, 60, "-32602", "expires");
   }
   {
     SCOPED_TRACE("a Kubernetes server without the gateway");
@@ -252,6 +247,16 @@ TEST_F(GatewayTest, SignedUrlsAreRefusedWhereTheyCannotWorkBare) {
     const std::string id = CreateSandbox(shim);
     ASSERT_FALSE(id.empty());
     expect_error(shim, id, 8080, 60, "E8007", "not in gateway mode");
+  }
+  {
+    SCOPED_TRACE("a server before signed routes, which ignores expires");
+    ASSERT_TRUE(RestartFake({"--runtime", "kubernetes", "--ingress-gateway", "wildcard", "--secure-access-keys", kKeys,
+                             "--no-signed-routes"}));
+    EppSession* shim = StartInitializedShim();
+    ASSERT_NE(shim, nullptr);
+    const std::string id = CreateSandbox(shim, kSecure);
+    ASSERT_FALSE(id.empty());
+    expect_error(shim, id, 8080, 60, "E8007", "answered the plain endpoint");
   }
   {
     SCOPED_TRACE("a gateway without signing keys");

@@ -36,6 +36,8 @@ void RegisterControlRoutes(httplib::Server& server, LifecycleContext* ctx) {
     w.Uint64(ctx->stats->server_proxy_upstream_connections.load());
     w.Key("gateway_requests");
     w.Uint64(ctx->stats->gateway_requests.load());
+    w.Key("gateway_connections_accepted");
+    w.Uint64(ctx->stats->gateway_connections_accepted.load());
     w.Key("code_runs_active");
     w.Int64(ctx->stats->code_runs_active.load());
     w.Key("kernels_alive");

@@ -1,4 +1,4 @@
-// GET /sandboxes/<id>/endpoints/<port> (docs/opensandbox.md §1.9): where a port of a
+// GET /sandboxes/<id>/endpoints/<port> (docs/opensandbox.md §1.10): where a port of a
 // sandbox is reached, as the runtime and the ingress configuration say, and signed
 // routes (?expires=<Unix s>), refused in upstream's order: use_server_proxy, the Docker
 // runtime, the port, the expiry, the sandbox, the gateway mode, the signing keys.
@@ -141,7 +141,7 @@ void HandleEndpoint(const httplib::Request& req, httplib::Response& res, Lifecyc
     }
   }
   std::optional<long long> expires;
-  if (req.has_param("expires")) {
+  if (req.has_param("expires") && ctx->config.signed_routes) {
     std::string text = req.get_param_value("expires");
     expires = ParseQueryInt(text);
     if (!expires) AddIntParsingError(errors, {std::string("query"), std::string("expires")}, text);

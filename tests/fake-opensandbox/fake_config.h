@@ -61,6 +61,8 @@ struct FakeConfig {
   IngressRouteMode ingress_route_mode = IngressRouteMode::kNone;
   std::vector<SigningKey> signing_keys;
   char active_signing_key = 0;
+  // false (--no-signed-routes): a server before 0.1.13, which ignores ?expires=.
+  bool signed_routes = true;
   // Upstream's real execd in every sandbox (real_execd.h) instead of the fake's own;
   // empty: the fake's. The bootstrap script defaults to bootstrap.sh beside the binary.
   std::string execd_binary;

@@ -89,6 +89,8 @@ bool FaultState::Update(const std::string& json, std::string* error) {
       next.proxy_internal_errors = static_cast<int64_t>(value);
     } else if (key == "gateway_clock_ahead_s") {
       next.gateway_clock_ahead_s = static_cast<int64_t>(value);
+    } else if (key == "gateway_clock_at_s") {
+      next.gateway_clock_at_s = static_cast<int64_t>(value);
     } else if (key == "pty_stall_reads_ms") {
       next.pty_stall_reads_ms = static_cast<int64_t>(value);
     } else if (key == "download_cut_after_bytes") {
@@ -153,6 +155,8 @@ std::string FaultState::ToJson() const {
   w.Int64(f.proxy_internal_errors);
   w.Key("gateway_clock_ahead_s");
   w.Int64(f.gateway_clock_ahead_s);
+  w.Key("gateway_clock_at_s");
+  w.Int64(f.gateway_clock_at_s);
   w.Key("pty_stall_reads_ms");
   w.Int64(f.pty_stall_reads_ms);
   w.Key("download_cut_after_bytes");

@@ -37,6 +37,7 @@ struct Faults {
   bool refuse_creates = false;           // POST /sandboxes fails as a runtime out of quota does
   int64_t proxy_internal_errors = 0;     // the next N server-proxy HTTP requests answer its 500
   int64_t gateway_clock_ahead_s = 0;     // the ingress gateway's clock runs N s ahead (signed routes expire)
+  int64_t gateway_clock_at_s = 0;        // the ingress gateway's clock stands at this Unix second (0: runs)
 };
 
 // Whether the switches `json` turns on can work when the real execd runs every sandbox

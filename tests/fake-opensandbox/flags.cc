@@ -120,6 +120,8 @@ It listens on 127.0.0.1 only and prints "listening on 127.0.0.1:PORT" first.
                            routes (?expires=)
   --secure-access-active-key ID
                            the key the server signs with (default: the first)
+  --no-signed-routes       a server before 0.1.13: no signed routes, ?expires= is
+                           ignored (the plain endpoint is answered)
   --help                   this text
 
 Test control (no auth): GET /_fake/stats, GET|POST|DELETE /_fake/faults,
@@ -264,6 +266,8 @@ FlagsResult ParseFlags(int argc, char** argv, FakeConfig* config, std::string* e
         *error = "--ingress-gateway must be wildcard, uri or header";
         return FlagsResult::kError;
       }
+    } else if (flag == "--no-signed-routes") {
+      config->signed_routes = false;
     } else if (flag == "--secure-access-keys") {
       if (!need_value()) return FlagsResult::kError;
       if (!ParseSigningKeys(value, &config->signing_keys, error)) return FlagsResult::kError;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 
+#include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/http_forwarder.h"
 #include "tests/fake-opensandbox/listen_backlog.h"
 #include "tests/fake-opensandbox/sandbox_port_target.h"
@@ -164,7 +165,12 @@ std::unique_ptr<IngressGateway> IngressGateway::Start(const FakeConfig& config, 
   server.set_read_timeout(60, 0);
   server.set_write_timeout(3600, 0);
   server.set_tcp_nodelay(true);
-  server.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  // A thread per connection: event streams, kept-alive connections and WebSocket tunnels
+  // hold theirs for long (counting_task_queue.h).
+  std::shared_ptr<ServerStats> counted = gateway->stats_;
+  server.new_task_queue = [counted] {
+    return new CountingTaskQueue(counted, &counted->gateway_connections_accepted);
+  };
   server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
     // Range requests and bodies pass through untouched (http_forwarder.h).
     auto& request = const_cast<httplib::Request&>(req);
@@ -237,10 +243,12 @@ void IngressGateway::Handle(const httplib::Request& req, httplib::Response& res)
         return SendIngressError(res, {503, "signature: ingress verifier not configured"});
       }
       const uint64_t expires = ParseBase36(route->expires_b36).value_or(0);
-      const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                              (clock_.Now() + std::chrono::seconds(faults_->Get().gateway_clock_ahead_s))
-                                  .time_since_epoch())
-                              .count();
+      const Faults faults = faults_->Get();
+      const int64_t now = faults.gateway_clock_at_s > 0
+                              ? faults.gateway_clock_at_s
+                              : std::chrono::duration_cast<std::chrono::seconds>(
+                                    (clock_.Now() + std::chrono::seconds(faults.gateway_clock_ahead_s)).time_since_epoch())
+                                    .count();
       if (now < 0 || static_cast<uint64_t>(now) > expires) {
         return SendIngressError(res, {401, "signature: access expired"});
       }

@@ -1,7 +1,7 @@
 #pragma once
 
 // The ingress gateway in front of a Kubernetes server's sandboxes (upstream's
-// components/ingress; docs/opensandbox.md §1.9), on its own listener. Every request
+// components/ingress; docs/opensandbox.md §1.10), on its own listener. Every request
 // names a sandbox and a port by its route, as the server's endpoints say:
 //
 //   wildcard  Host: {id}-{port}.<base>         (the gateway's header mode, reading Host)

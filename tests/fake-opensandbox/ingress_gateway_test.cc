@@ -35,6 +35,7 @@ struct Answer {
   int status = 0;
   std::string body;
   std::string content_type;
+  std::string powered_by;  // Reverse-Proxy-Server-Powerby: the gateway passed it on
 };
 
 struct Endpoint {
@@ -73,6 +74,7 @@ Answer Fetch(TestFake& fake, const Endpoint& endpoint, const std::string& path, 
   out.status = res->status;
   out.body = res->body;
   out.content_type = res->get_header_value("Content-Type");
+  out.powered_by = res->get_header_value("Reverse-Proxy-Server-Powerby");
   return out;
 }
 
@@ -201,7 +203,9 @@ TEST(IngressGatewayTest, ASecureSandboxNeedsItsHeaderOrASignature) {
   Endpoint plain = GetEndpoint(fake, id, "44772");
   const std::string token = plain.headers.find("OpenSandbox-Secure-Access")->second;
 
-  EXPECT_EQ(Fetch(fake, plain, "/ping").status, 200) << "with the access header";
+  Answer passed = Fetch(fake, plain, "/ping");
+  EXPECT_EQ(passed.status, 200) << "with the access header";
+  EXPECT_EQ(passed.powered_by, "OpenSandbox-ingress");
   Answer refused = Fetch(fake, Endpoint{plain.endpoint, {}}, "/ping");
   EXPECT_EQ(refused.status, 401);
   EXPECT_EQ(refused.body, "OpenSandbox Ingress: signature: signature required for this sandbox\n");
@@ -234,10 +238,14 @@ TEST(IngressGatewayTest, ASecureSandboxNeedsItsHeaderOrASignature) {
   // A route signed with the other key the gateway knows (a key being rotated out) holds.
   EXPECT_EQ(Fetch(fake, with_token(SignedRouteToken("other", 'b', id, 44772, expires)), "/ping").status, 200);
 
-  // Expiry is inclusive: valid through `expires`, refused after.
-  ASSERT_TRUE(fake.lifecycle->Post("/_fake/faults", R"({"gateway_clock_ahead_s":118})", "application/json"));
+  // Expiry is inclusive: valid through the second `expires` names, refused after.
+  auto clock_at = [&](uint64_t second) {
+    return fake.lifecycle->Post("/_fake/faults", "{\"gateway_clock_at_s\":" + std::to_string(second) + "}",
+                                "application/json");
+  };
+  ASSERT_TRUE(clock_at(expires));
   EXPECT_EQ(Fetch(fake, signed_route, "/ping").status, 200);
-  ASSERT_TRUE(fake.lifecycle->Post("/_fake/faults", R"({"gateway_clock_ahead_s":122})", "application/json"));
+  ASSERT_TRUE(clock_at(expires + 1));
   EXPECT_EQ(Fetch(fake, signed_route, "/ping").body, "OpenSandbox Ingress: signature: access expired\n");
   EXPECT_EQ(Fetch(fake, plain, "/ping").status, 200) << "the access header does not expire";
   fake.lifecycle->Delete("/_fake/faults");
@@ -278,7 +286,10 @@ TEST(IngressGatewayTest, UriModeStripsTheRouteAndHeaderModeReadsTheHeader) {
     // The server signs for a sandbox that is not secure too, but the gateway reads such a
     // path as a plain route: the signature's segments become the path passed on.
     Endpoint open_signed = GetEndpoint(fake, open, "44772", "?expires=" + expires);
-    EXPECT_EQ(Fetch(fake, open_signed, "/ping").status, 404);
+    Answer misrouted = Fetch(fake, open_signed, "/ping");
+    EXPECT_EQ(misrouted.status, 404);
+    EXPECT_EQ(misrouted.body.rfind("OpenSandbox Ingress:", 0), std::string::npos) << "execd's 404, not the gateway's";
+    EXPECT_EQ(misrouted.powered_by, "OpenSandbox-ingress");
     EXPECT_EQ(Fetch(fake, GetEndpoint(fake, open, "44772"), "/ping").status, 200);
     Answer bad = Fetch(fake, Endpoint{"127.0.0.1:1/only-one-segment", {}}, "");
     EXPECT_EQ(bad.status, 400);
@@ -297,6 +308,20 @@ TEST(IngressGatewayTest, UriModeStripsTheRouteAndHeaderModeReadsTheHeader) {
     EXPECT_EQ(Fetch(fake, signed_route, "/ping").status, 200);
     EXPECT_EQ(Fetch(fake, Endpoint{signed_route.endpoint, {}}, "/ping").status, 400) << "without its header";
   }
+}
+
+// A gateway without keys of its own cannot check a signed route to a secure sandbox.
+TEST(IngressGatewayTest, AGatewayWithoutKeysCannotVerify) {
+  TestFake fake(GatewayConfig(IngressRouteMode::kWildcard, /*keys=*/false));
+  const std::string id = fake.CreateSandbox(R"("secureAccess":true)");
+  ASSERT_TRUE(WaitRunning(fake, id));
+  Endpoint plain = GetEndpoint(fake, id, "44772");
+  Endpoint e{SignedRouteToken(kSecret, 'a', id, 44772, static_cast<uint64_t>(Now() + 60)) +
+                 plain.endpoint.substr(plain.endpoint.find('.')),
+             {}};
+  Answer refused = Fetch(fake, e, "/ping");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.body, "OpenSandbox Ingress: signature: ingress verifier not configured\n");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct ServerStats {
   std::atomic<uint64_t> server_proxy_upstream_connections{0};
   // Requests the ingress gateway (--ingress-gateway) passed on to a sandbox.
   std::atomic<uint64_t> gateway_requests{0};
+  std::atomic<uint64_t> gateway_connections_accepted{0};
   // /code runs whose kernel is still working (a client that went away does not end
   // one), and live kernels, across every sandbox.
   std::atomic<int64_t> code_runs_active{0};

@@ -18,7 +18,7 @@ grpc::ServerUnaryReactor* PortsService::Url(grpc::CallbackServerContext* context
         }
         core::Ports ports(call.upstream(), &call.config());
         std::optional<int64_t> expires;
-        if (request->expires() != 0) expires = request->expires();
+        if (request->has_expires()) expires = request->expires();
         ABX_ASSIGN_OR_RETURN(core::PortUrl url, ports.Url(id, request->port(), expires, call.cancel()));
         reply->set_url(url.url);
         reply->set_expires_at(url.expires_at);

@@ -49,9 +49,16 @@ Result<PortUrl> Ports::SignedUrl(const std::string& sandbox_id, int port, int64_
   int64_t server_now_ms = 0;
   ABX_ASSIGN_OR_RETURN(opensandbox::Endpoint plain,
                        lifecycle.GetEndpoint(sandbox_id, port, false, cancel, &server_now_ms));
+  if (const std::string* access = opensandbox::SecureAccessToken(plain.headers)) log::RegisterSecret(*access);
   const int64_t expires_at_s = server_now_ms / 1000 + expires_s;
   ABX_ASSIGN_OR_RETURN(opensandbox::Endpoint signed_route,
                        lifecycle.GetSignedEndpoint(sandbox_id, port, expires_at_s, cancel));
+  if (signed_route.endpoint == plain.endpoint && signed_route.headers == plain.headers) {
+    // A server before 0.1.13 has no signed routes and ignores the query.
+    return MakeError(ErrorCode::kInvalidState,
+                     "the server cannot sign URLs: it answered the plain endpoint (signed URLs need OpenSandbox "
+                     "server 0.1.13 or later, on Kubernetes in ingress gateway mode with secure_access signing keys)");
+  }
   if (!signed_route.headers.empty()) {
     // Header route mode: the signed route travels in OpenSandbox-Ingress-To.
     return MakeError(ErrorCode::kInvalidState,

@@ -132,12 +132,6 @@ bool EqualConstantTime(const std::string& a, const std::string& b) {
   return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-std::string TrimSpaces(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
-
 void SendIngressError(httplib::Response& res, const Refusal& refusal) {
   res.status = refusal.status;
   res.set_header("X-Content-Type-Options", "nosniff");

@@ -147,15 +147,11 @@ std::optional<std::string> DecodeBase64(const std::string& text) {
   return out;
 }
 
-namespace {
-
 std::string TrimSpaces(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t\r\n");
+  const size_t begin = text.find_first_not_of(" \t\r\n\v\f");
   if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+  return text.substr(begin, text.find_last_not_of(" \t\r\n\v\f") - begin + 1);
 }
-
-}  // namespace
 
 bool ParseSigningKeys(const std::string& text, std::vector<SigningKey>* keys, std::string* error) {
   keys->clear();

@@ -55,6 +55,9 @@ std::optional<int> ParsePortSegment(const std::string& text);
 // when it is not.
 std::optional<std::string> DecodeBase64(const std::string& text);
 
+// Go's strings.TrimSpace for ASCII text, as the gateway trims keys, tokens and headers.
+std::string TrimSpaces(const std::string& text);
+
 // The gateway's --secure-access-keys, "a=BASE64,b=BASE64", read as its ParseKeys reads
 // it (blank segments skipped, a key id given twice keeps the last secret); false with
 // the gateway's reason in *error.

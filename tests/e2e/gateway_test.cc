@@ -239,51 +239,38 @@ TEST_F(GatewayTest, SignedUrlsAreRefusedWhereTheyCannotWorkBare) {
     EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
     expect_error(shim, id, 8080, 60, "E8007", "its runtime is Docker");
   }
-  {
-    SCOPED_TRACE("a Kubernetes server without the gateway");
-    ASSERT_TRUE(RestartFake({"--runtime", "kubernetes"}));
+  // Servers and sandboxes that cannot give a URL that works bare and expires.
+  struct Case {
+    const char* what;
+    std::vector<std::string> fake_flags;
+    const char* create;
+    const char* words;  // in the E8007's message
+  };
+  const std::vector<std::string> k8s = {"--runtime", "kubernetes"};
+  const std::vector<Case> cases = {
+      {"a Kubernetes server without the gateway", k8s, R"({"template":"base"})", "not in gateway mode"},
+      {"a server before signed routes, which ignores expires",
+       {"--runtime", "kubernetes", "--ingress-gateway", "wildcard", "--secure-access-keys", kKeys, "--no-signed-routes"},
+       kSecure, "answered the plain endpoint"},
+      {"a gateway without signing keys", {"--runtime", "kubernetes", "--ingress-gateway", "wildcard"}, kSecure,
+       "no secure_access signing keys"},
+      {"a gateway in header route mode",
+       {"--runtime", "kubernetes", "--ingress-gateway", "header", "--secure-access-keys", kKeys}, kSecure,
+       "route mode header"},
+      {"a sandbox created without secure_access",
+       {"--runtime", "kubernetes", "--ingress-gateway", "wildcard", "--secure-access-keys", kKeys},
+       R"({"template":"base"})", "not created with secure_access"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_TRUE(RestartFake(c.fake_flags));
     EppSession* shim = StartInitializedShim();
     ASSERT_NE(shim, nullptr);
-    const std::string id = CreateSandbox(shim);
+    const std::string id = CreateSandbox(shim, c.create);
     ASSERT_FALSE(id.empty());
-    expect_error(shim, id, 8080, 60, "E8007", "not in gateway mode");
-  }
-  {
-    SCOPED_TRACE("a server before signed routes, which ignores expires");
-    ASSERT_TRUE(RestartFake({"--runtime", "kubernetes", "--ingress-gateway", "wildcard", "--secure-access-keys", kKeys,
-                             "--no-signed-routes"}));
-    EppSession* shim = StartInitializedShim();
-    ASSERT_NE(shim, nullptr);
-    const std::string id = CreateSandbox(shim, kSecure);
-    ASSERT_FALSE(id.empty());
-    expect_error(shim, id, 8080, 60, "E8007", "answered the plain endpoint");
-  }
-  {
-    SCOPED_TRACE("a gateway without signing keys");
-    ASSERT_TRUE(StartGateway("wildcard", /*keys=*/false));
-    EppSession* shim = StartInitializedShim();
-    ASSERT_NE(shim, nullptr);
-    const std::string id = CreateSandbox(shim, kSecure);
-    ASSERT_FALSE(id.empty());
-    expect_error(shim, id, 8080, 60, "E8007", "no secure_access signing keys");
-  }
-  {
-    SCOPED_TRACE("a gateway in header route mode");
-    ASSERT_TRUE(StartGateway("header"));
-    EppSession* shim = StartInitializedShim();
-    ASSERT_NE(shim, nullptr);
-    const std::string id = CreateSandbox(shim, kSecure);
-    ASSERT_FALSE(id.empty());
-    expect_error(shim, id, 8080, 60, "E8007", "route mode header");
-  }
-  {
-    SCOPED_TRACE("a sandbox created without secure_access");
-    ASSERT_TRUE(StartGateway("wildcard"));
-    EppSession* shim = StartInitializedShim();
-    ASSERT_NE(shim, nullptr);
-    const std::string id = CreateSandbox(shim);
-    ASSERT_FALSE(id.empty());
-    expect_error(shim, id, 8080, 60, "E8007", "not created with secure_access");
+    expect_error(shim, id, 8080, 60, "E8007", c.words);
+    if (c.create == kSecure) continue;
+    // A sandbox that is not secure needs no header at its plain URL: open to anyone.
     MessagePtr plain = Url(shim, id, 8080);
     ASSERT_NE(plain, nullptr);
     EXPECT_FALSE(plain->IsError()) << plain->raw;

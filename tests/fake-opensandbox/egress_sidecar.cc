@@ -1,7 +1,8 @@
 #include "tests/fake-opensandbox/egress_sidecar.h"
 
-#include <chrono>
 #include <random>
+
+#include "tests/fake-opensandbox/listen_in_background.h"
 
 namespace fake_opensandbox {
 
@@ -44,14 +45,8 @@ std::unique_ptr<EgressSidecar> EgressSidecar::Start(const EgressSidecarOptions& 
     *error = "egress sidecar: cannot bind 127.0.0.1:0";
     return nullptr;
   }
-  EgressSidecar* raw = sidecar.get();
-  sidecar->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
-  // httplib's stop() does nothing before the listener runs: a sidecar destroyed at once
-  // (a create that fails later) would wait on its listener for ever.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server.is_running() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  // A sidecar may be destroyed at once (a create that fails later).
+  sidecar->listener_ = ListenInBackground(sidecar->server_);
   return sidecar;
 }
 

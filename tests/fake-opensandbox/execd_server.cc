@@ -6,6 +6,7 @@
 #include "tests/fake-opensandbox/execd_routes.h"
 #include "tests/fake-opensandbox/go_json.h"
 #include "tests/fake-opensandbox/listen_backlog.h"
+#include "tests/fake-opensandbox/listen_in_background.h"
 
 namespace fake_opensandbox {
 
@@ -142,8 +143,7 @@ std::unique_ptr<ExecdServer> ExecdServer::Start(const ExecdServerOptions& option
     *error = "execd listener: cannot bind 127.0.0.1:0";
     return nullptr;
   }
-  State* raw = state.get();
-  state->listener = std::thread([raw] { raw->server.listen_after_bind(); });
+  state->listener = ListenInBackground(state->server);
   return std::unique_ptr<ExecdServer>(new ExecdServer(std::move(state)));
 }
 

@@ -15,6 +15,7 @@
 #include "tests/fake-opensandbox/image_catalog.h"
 #include "tests/fake-opensandbox/lifecycle_errors.h"
 #include "tests/fake-opensandbox/listen_backlog.h"
+#include "tests/fake-opensandbox/listen_in_background.h"
 
 namespace fake_opensandbox {
 namespace {
@@ -182,8 +183,7 @@ std::unique_ptr<FakeServer> FakeServer::Start(const FakeConfig& given, std::stri
     return nullptr;
   }
   ctx.port = fake->port_;
-  FakeServer* raw = fake.get();
-  fake->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
+  fake->listener_ = ListenInBackground(fake->server_);
   return fake;
 }
 

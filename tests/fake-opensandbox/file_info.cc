@@ -3,7 +3,6 @@
 #include <grp.h>
 #include <pwd.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "tests/fake-opensandbox/server_clock.h"
@@ -21,13 +20,6 @@ const char* TypeOf(mode_t mode) {
   if (S_ISDIR(mode)) return "directory";
   if (S_ISLNK(mode)) return "symlink";
   return "other";
-}
-
-bool ParseNumber(const std::string& text, unsigned long* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  *out = strtoul(text.c_str(), &end, 10);
-  return end && *end == '\0';
 }
 
 }  // namespace

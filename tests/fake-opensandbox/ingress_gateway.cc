@@ -8,6 +8,7 @@
 #include "tests/fake-opensandbox/counting_task_queue.h"
 #include "tests/fake-opensandbox/http_forwarder.h"
 #include "tests/fake-opensandbox/listen_backlog.h"
+#include "tests/fake-opensandbox/listen_in_background.h"
 #include "tests/fake-opensandbox/sandbox_port_target.h"
 #include "tests/fake-opensandbox/signed_route.h"
 #include "tests/fake-opensandbox/upgrade_tunnel.h"
@@ -186,7 +187,7 @@ std::unique_ptr<IngressGateway> IngressGateway::Start(const FakeConfig& config, 
     *error = "the ingress gateway cannot listen on 127.0.0.1";
     return nullptr;
   }
-  gateway->listener_ = std::thread([raw] { raw->server_.listen_after_bind(); });
+  gateway->listener_ = ListenInBackground(gateway->server_);
   return gateway;
 }
 

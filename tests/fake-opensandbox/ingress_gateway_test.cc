@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <ctime>
+#include <mutex>
 #include <string>
 #include <thread>
 
+#include "tests/fake-opensandbox/listen_in_background.h"
 #include "tests/fake-opensandbox/signed_route.h"
 #include "tests/fake-opensandbox/test_support.h"
 
@@ -307,6 +309,48 @@ TEST(IngressGatewayTest, UriModeStripsTheRouteAndHeaderModeReadsTheHeader) {
     Endpoint signed_route = GetEndpoint(fake, id, "44772", "?expires=" + std::to_string(Now() + 120));
     EXPECT_EQ(Fetch(fake, signed_route, "/ping").status, 200);
     EXPECT_EQ(Fetch(fake, Endpoint{signed_route.endpoint, {}}, "/ping").status, 400) << "without its header";
+  }
+}
+
+// The gateway passes a request on without its route and access headers
+// (docs/opensandbox.md §1.10): what listens on a sandbox's port never sees the token
+// that opens the sandbox. Every other header passes.
+TEST(IngressGatewayTest, TheRouteAndAccessHeadersStopAtTheGateway) {
+  // A program listening on a port of the sandbox: the fake's sandboxes reach such a port
+  // on the loopback, through execd's /proxy/<P>.
+  struct PortProgram {
+    httplib::Server server;
+    std::thread loop;
+    ~PortProgram() {
+      server.stop();
+      if (loop.joinable()) loop.join();
+    }
+  } app;
+  std::mutex mu;
+  httplib::Headers seen;
+  app.server.Get("/hello", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen = req.headers;
+    res.set_content("hello", "text/plain");
+  });
+  const int port = app.server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  app.loop = ListenInBackground(app.server);
+  for (IngressRouteMode mode : {IngressRouteMode::kHeader, IngressRouteMode::kWildcard, IngressRouteMode::kUri}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    TestFake fake(GatewayConfig(mode));
+    const std::string id = fake.CreateSandbox(R"("secureAccess":true)");
+    ASSERT_TRUE(WaitRunning(fake, id));
+    Endpoint endpoint = GetEndpoint(fake, id, std::to_string(port));
+    ASSERT_EQ(endpoint.headers.count("OpenSandbox-Secure-Access"), 1u);
+    Answer answer = Fetch(fake, endpoint, "/hello", {{"X-Agent-Trace", "kept"}});
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    EXPECT_EQ(answer.body, "hello");
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(seen.count("OpenSandbox-Secure-Access"), 0u) << "the sandbox's access token reached its port";
+    EXPECT_EQ(seen.count("OpenSandbox-Ingress-To"), 0u);
+    EXPECT_EQ(seen.count("X-Agent-Trace"), 1u) << "a header of the client's own is passed on";
+    seen.clear();
   }
 }
 

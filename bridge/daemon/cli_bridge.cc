@@ -22,7 +22,6 @@ std::string OwnPath() {
 
 bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool explicit_socket,
                     std::string* answering, std::string* error) {
-  SetShimLogProgram("abx-opensandbox-bridge");
   BridgeClientOptions options = BridgeClientOptions::FromEnvironment(build_id);
   options.socket_path = socket;
   options.explicit_socket = options.explicit_socket || explicit_socket;
@@ -40,10 +39,14 @@ bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool
 }
 
 bool BridgeAddress::Reach(const char* command, std::string* answering) const {
+  // The client writes each step and each failure on stderr itself, a failure with the
+  // tail of the bridge's log where there is one: its lines carry the command, and its
+  // error is not written a second time.
+  static std::string program;
+  program = std::string("abx-opensandbox-bridge ") + command;
+  SetShimLogProgram(program.c_str());
   std::string error;
-  if (BridgeOnDemand(build_id, socket, explicit_socket, answering, &error)) return true;
-  std::fprintf(stderr, "%s: %s\n", command, error.c_str());
-  return false;
+  return BridgeOnDemand(build_id, socket, explicit_socket, answering, &error);
 }
 
 std::string CallError(const grpc::Status& status, const std::string& socket) {

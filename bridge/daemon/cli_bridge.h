@@ -21,7 +21,8 @@ struct BridgeAddress {
   std::string build_id;
   std::string socket;
   bool explicit_socket = false;
-  // BridgeOnDemand; on failure its sentence goes to stderr, prefixed by `command`.
+  // BridgeOnDemand, its steps and its failure written once on stderr, each line
+  // prefixed by "abx-opensandbox-bridge <command>: ".
   bool Reach(const char* command, std::string* answering) const;
 };
 

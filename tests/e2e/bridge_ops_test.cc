@@ -562,6 +562,14 @@ TEST_F(BridgeOpsTest, TheCliHelpsAndStartsABridgeOnDemand) {
   }
   EXPECT_FALSE(FileExists(socket)) << "status, sandboxes or stop started a bridge";
 
+  // A bridge that cannot be reached or started: why, once, with the command.
+  const std::string too_long = socket_dir() + "/" + std::string(120, 'x') + ".sock";
+  EXPECT_EQ(run({"template", "list", "--socket", too_long}), 1) << err;
+  const std::string why = "a Unix socket address holds";
+  EXPECT_EQ(err.rfind("abx-opensandbox-bridge template list: socket path " + too_long, 0), 0u) << err;
+  EXPECT_NE(err.find(why), std::string::npos) << err;
+  EXPECT_EQ(err.find(why), err.rfind(why)) << "said twice: " << err;
+
   // Working with the server: a bridge is started on demand, and stays for the next one.
   EXPECT_EQ(run({"template", "list", "--socket", socket}), 0) << err;
   EXPECT_TRUE(FileExists(socket));

@@ -137,7 +137,9 @@ TEST_F(NetworkTest, RulesAreCheckedBeforeAnythingIsSent) {
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->ErrorCode(), -32602) << r->raw;
     EXPECT_EQ(GetString(r->error(), "data.field"), c.field) << r->raw;
-    if (sent) EXPECT_EQ(*sent, 0) << c.field << ": nothing may be sent";
+    if (sent) {
+      EXPECT_EQ(*sent, 0) << c.field << ": nothing may be sent";
+    }
   }
   EXPECT_EQ(Rules(Get(shim, id)), (std::vector<std::string>{"allow pypi.org"}));
   MessagePtr create = Call(shim, "sandbox.create",

@@ -423,7 +423,9 @@ TEST_F(ProviderTest, DoctorChecksEverything) {
   std::string names;
   for (const auto& c : Find(r->result(), "checks")->GetArray()) names += GetString(c, "name") + ",";
   EXPECT_EQ(names, "configuration,bridge,server_reachable,clock_skew,api_key,execd_version,");
-  if (!api_key().empty()) EXPECT_EQ(r->raw.find(api_key()), std::string::npos);
+  if (!api_key().empty()) {
+    EXPECT_EQ(r->raw.find(api_key()), std::string::npos);
+  }
 }
 
 }  // namespace

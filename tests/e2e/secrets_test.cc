@@ -151,7 +151,9 @@ class SecretsTest : public TestEnv {
                 Millis timeout = Millis(20000)) {
     MessagePtr response = shim->Request(method, params, timeout);
     EXPECT_NE(response, nullptr) << "no answer to " << method;
-    if (response) EXPECT_FALSE(response->IsError()) << method << ": " << response->raw;
+    if (response) {
+      EXPECT_FALSE(response->IsError()) << method << ": " << response->raw;
+    }
     return response;
   }
 
@@ -159,7 +161,9 @@ class SecretsTest : public TestEnv {
                      const std::string& epp_code, Millis timeout = Millis(20000)) {
     MessagePtr response = shim->Request(method, params, timeout);
     EXPECT_NE(response, nullptr) << "no answer to " << method;
-    if (response) EXPECT_EQ(response->EppCode(), epp_code) << method << ": " << response->raw;
+    if (response) {
+      EXPECT_EQ(response->EppCode(), epp_code) << method << ": " << response->raw;
+    }
     return response;
   }
 

@@ -54,7 +54,9 @@ TEST_F(SliceTest, SandboxCreateGetKill) {
   EXPECT_FALSE(GetString(sandbox, "created_at").empty()) << created->raw;
   const rapidjson::Value* metadata = Find(sandbox, "metadata");
   EXPECT_TRUE(metadata && metadata->IsObject()) << created->raw;
-  if (!live()) EXPECT_EQ(WaitLiveSandboxes(1), 1);  // a shared live server has others too
+  if (!live()) {  // a shared live server has others too
+    EXPECT_EQ(WaitLiveSandboxes(1), 1);
+  }
 
   MessagePtr got = shim->Request("sandbox.get", JsonObject().Str("sandbox_id", id).str());
   ASSERT_NE(got, nullptr) << "no answer to sandbox.get";
@@ -66,7 +68,9 @@ TEST_F(SliceTest, SandboxCreateGetKill) {
   ASSERT_NE(killed, nullptr) << "no answer to sandbox.kill";
   ASSERT_FALSE(killed->IsError()) << killed->raw;
   EXPECT_EQ(ToJson(killed->result()), R"({"killed":true})") << killed->raw;
-  if (!live()) EXPECT_EQ(WaitLiveSandboxes(0), 0);
+  if (!live()) {
+    EXPECT_EQ(WaitLiveSandboxes(0), 0);
+  }
 
   MessagePtr again = shim->Request("sandbox.kill", JsonObject().Str("sandbox_id", id).str());
   ASSERT_NE(again, nullptr) << "no answer to the second sandbox.kill";

@@ -133,7 +133,9 @@ class TransferTest : public FilesFixture {
       if (ToJson(*Find(note->params(), "id")) != ToJson(response->id())) continue;
       if (count == 0) first_at = note->received;
       // Sent 100 ms apart at least; received so give or take the pipe's timing.
-      if (count > 0) EXPECT_GE(note->received - last_at, Millis(20)) << "two progress notifications in a row";
+      if (count > 0) {
+        EXPECT_GE(note->received - last_at, Millis(20)) << "two progress notifications in a row";
+      }
       last_at = note->received;
       ++count;
       EXPECT_LT(note->index, response->index) << "a progress after the response";
@@ -179,7 +181,9 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   const timespec when[2] = {{1700000000, 0}, {1700000000, 250000000}};
   ASSERT_EQ(utimensat(AT_FDCWD, RemoteOnHost("data.bin").c_str(), when, 0), 0);
   // Slowed to about 0.3 s, so progress comes while the bytes move (the fake's execd only).
-  if (RealExecdTier().empty()) ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":100})"));
+  if (RealExecdTier().empty()) {
+    ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":100})"));
+  }
 
   // A shim with a umask of its own: the host's, which the bridge cannot know.
   const mode_t old_mask = umask(027);
@@ -411,7 +415,9 @@ TEST_F(TransferTest, EndOfInputAndADeadBridgeRemoveTheNewFile) {
 TEST_F(TransferTest, UploadLandsWithModeAndReplaces) {
   const std::string bytes = RandomBytes(5 << 20, 6);
   WriteAll(Local("up.bin"), bytes, 0750);
-  if (RealExecdTier().empty()) ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":60})"));
+  if (RealExecdTier().empty()) {
+    ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":60})"));
+  }
   MessagePtr done = Call("files.upload",
                          JsonObject().Str("local_path", Local("up.bin")).Str("path", Remote("deep/er/up.bin")));
   ASSERT_NE(done, nullptr);

@@ -108,7 +108,7 @@ TEST(Base64Test, LongRandomTextsMatchTheReference) {
     std::string text = Base64Encode(bytes);
     EXPECT_EQ(*Base64Decode(text), bytes);
     if (!text.empty() && round % 2 == 0) {
-      text[next() % text.size()] = "=\n !\x80A"[next() % 6];
+      text[next() % text.size()] = "=\n !\x80" "A"[next() % 6];
       EXPECT_EQ(Base64Decode(text), ReferenceDecode(text));
     }
   }

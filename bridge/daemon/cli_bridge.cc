@@ -3,8 +3,6 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include "epp-shim/bridge_client.h"
 #include "epp-shim/shim_log.h"
 
@@ -20,8 +18,12 @@ std::string OwnPath() {
 
 }  // namespace
 
-bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool explicit_socket,
-                    std::string* answering, std::string* error) {
+bool BridgeAddress::Reach(const char* command, std::string* answering) const {
+  // The client writes each step and each failure on stderr itself, a failure with the
+  // tail of the bridge's log where there is one: its lines carry the command.
+  static std::string program;
+  program = std::string("abx-opensandbox-bridge ") + command;
+  SetShimLogProgram(program.c_str());
   BridgeClientOptions options = BridgeClientOptions::FromEnvironment(build_id);
   options.socket_path = socket;
   options.explicit_socket = options.explicit_socket || explicit_socket;
@@ -29,24 +31,10 @@ bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool
   if (!self.empty()) options.bridge_binary = self;
   BridgeClient client(options);
   BridgeConnection connection;
-  std::string why;
-  if (!client.Connect(&connection, &why)) {
-    *error = "no bridge could be reached or started: " + why;
-    return false;
-  }
+  std::string why;  // written already
+  if (!client.Connect(&connection, &why)) return false;
   *answering = connection.socket_path;
   return true;
-}
-
-bool BridgeAddress::Reach(const char* command, std::string* answering) const {
-  // The client writes each step and each failure on stderr itself, a failure with the
-  // tail of the bridge's log where there is one: its lines carry the command, and its
-  // error is not written a second time.
-  static std::string program;
-  program = std::string("abx-opensandbox-bridge ") + command;
-  SetShimLogProgram(program.c_str());
-  std::string error;
-  return BridgeOnDemand(build_id, socket, explicit_socket, answering, &error);
 }
 
 std::string CallError(const grpc::Status& status, const std::string& socket) {

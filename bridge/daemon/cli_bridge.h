@@ -7,22 +7,18 @@
 
 namespace abx::daemon {
 
-// A bridge of this build answering at `socket`, started when none does exactly as the
-// shim starts one (epp-shim/bridge_client.h: the same socket rules, the same peer and
-// build checks, the same detached `serve`), this very binary being the bridge. True with
-// the socket it answers on in `*answering` (a per-build path beside an explicit `socket`
-// that holds another build's bridge); false with one sentence in `*error`.
-bool BridgeOnDemand(const std::string& build_id, const std::string& socket, bool explicit_socket,
-                    std::string* answering, std::string* error);
-
 // Where a command finds its bridge: the socket it was given (--socket, or
 // ABX_OPENSANDBOX_BRIDGE_SOCKET) or this build's default.
 struct BridgeAddress {
   std::string build_id;
   std::string socket;
   bool explicit_socket = false;
-  // BridgeOnDemand, its steps and its failure written once on stderr, each line
-  // prefixed by "abx-opensandbox-bridge <command>: ".
+  // A bridge of this build answering at `socket`, started when none does exactly as the
+  // shim starts one (epp-shim/bridge_client.h: the same socket rules, the same peer and
+  // build checks, the same detached `serve`), this very binary being the bridge. True
+  // with the socket it answers on in `*answering` (a per-build path beside an explicit
+  // `socket` that holds another build's bridge). Its steps, and on failure why, are
+  // written once on stderr, each line prefixed by "abx-opensandbox-bridge <command>: ".
   bool Reach(const char* command, std::string* answering) const;
 };
 

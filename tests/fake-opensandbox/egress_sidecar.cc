@@ -45,7 +45,6 @@ std::unique_ptr<EgressSidecar> EgressSidecar::Start(const EgressSidecarOptions& 
     *error = "egress sidecar: cannot bind 127.0.0.1:0";
     return nullptr;
   }
-  // A sidecar may be destroyed at once (a create that fails later).
   sidecar->listener_ = ListenInBackground(sidecar->server_);
   return sidecar;
 }

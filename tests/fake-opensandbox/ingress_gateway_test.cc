@@ -316,6 +316,8 @@ TEST(IngressGatewayTest, UriModeStripsTheRouteAndHeaderModeReadsTheHeader) {
 // (docs/opensandbox.md §1.10): what listens on a sandbox's port never sees the token
 // that opens the sandbox. Every other header passes.
 TEST(IngressGatewayTest, TheRouteAndAccessHeadersStopAtTheGateway) {
+  std::mutex mu;
+  httplib::Headers seen;
   // A program listening on a port of the sandbox: the fake's sandboxes reach such a port
   // on the loopback, through execd's /proxy/<P>.
   struct PortProgram {
@@ -326,8 +328,6 @@ TEST(IngressGatewayTest, TheRouteAndAccessHeadersStopAtTheGateway) {
       if (loop.joinable()) loop.join();
     }
   } app;
-  std::mutex mu;
-  httplib::Headers seen;
   app.server.Get("/hello", [&](const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(mu);
     seen = req.headers;
@@ -343,7 +343,10 @@ TEST(IngressGatewayTest, TheRouteAndAccessHeadersStopAtTheGateway) {
     ASSERT_TRUE(WaitRunning(fake, id));
     Endpoint endpoint = GetEndpoint(fake, id, std::to_string(port));
     ASSERT_EQ(endpoint.headers.count("OpenSandbox-Secure-Access"), 1u);
-    Answer answer = Fetch(fake, endpoint, "/hello", {{"X-Agent-Trace", "kept"}});
+    httplib::Headers extra = {{"X-Agent-Trace", "kept"}};
+    // In uri mode the route is the path, and a route header besides is not read.
+    if (mode == IngressRouteMode::kUri) extra.emplace("OpenSandbox-Ingress-To", id + "-" + std::to_string(port));
+    Answer answer = Fetch(fake, endpoint, "/hello", extra);
     ASSERT_EQ(answer.status, 200) << answer.body;
     EXPECT_EQ(answer.body, "hello");
     std::lock_guard<std::mutex> lock(mu);

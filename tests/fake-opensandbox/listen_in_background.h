@@ -2,10 +2,10 @@
 
 // Running a bound listener's accept loop on a thread of its own.
 //
-// cpp-httplib's stop() does nothing until the accept loop has begun (it acts only once
-// is_running() holds), and the loop, once begun, runs until stop(). A listener stopped
-// right after its thread was made, before that thread ran (a short test on a loaded
-// machine), kept listening for ever, and whoever joined its thread waited with it.
+// cpp-httplib's stop() acts only once the accept loop has begun (is_running()), and the
+// loop, once begun, runs until stop(): a stop() that comes before the loop's thread has
+// run is lost, and the join after it waits for ever. So the loop is running before its
+// owner may stop it.
 
 #include <httplib.h>
 

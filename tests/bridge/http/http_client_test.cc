@@ -70,8 +70,13 @@ class TestServer {
   void Start() {
     port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 500 && !server_.is_running(); ++i) std::this_thread::sleep_for(milliseconds(2));
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      loop_ended_ = true;
+    });
+    // httplib's stop() does nothing until the accept loop has begun: no deadline here, or
+    // a loop that begins after it would never be stopped and the join would hang.
+    while (!server_.is_running() && !loop_ended_) std::this_thread::sleep_for(milliseconds(1));
     ASSERT_TRUE(server_.is_running());
   }
 
@@ -102,6 +107,7 @@ class TestServer {
 
  private:
   httplib::Server server_;
+  std::atomic<bool> loop_ended_{false};
   std::thread thread_;
   int port_ = 0;
   std::mutex mu_;

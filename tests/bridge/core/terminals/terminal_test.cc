@@ -255,6 +255,7 @@ TEST_F(TerminalTest, ANewHolderIsReplayedWhatWasKeptAndTheEarlierIsToldWhereItSt
 // connection comes back from the next byte owed, and what execd no longer kept shows as
 // a gap in the offsets.
 TEST_F(TerminalTest, AHolderThatStopsReadingParksTheConnectionAndTheProgramRunsOn) {
+  // Past what the bridge holds, more than execd keeps (1 MiB), with room to spare.
   constexpr uint64_t kWritten = kPtyBufferBytes + (4 << 20);
   auto holder = std::make_shared<RecordingHolder>();
   holder->SetOpen(false);

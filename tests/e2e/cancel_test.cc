@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -42,10 +43,11 @@ class CancelTest : public TestEnv {
     return "sleep " + std::to_string(seconds) + "." + std::to_string(::getpid()) + "1";
   }
 
-  // After this test's shim has gone: `command` is not among the sandbox's processes, as
-  // another shim lists them. Give the cancel a moment to reach execd first. process.list
-  // walks /proc in the sandbox, and the fake's "sandbox" is this whole host, so the
-  // listing is long and slow here: it gets 30 s.
+  // After this test's shim has gone: `command` is soon not among the sandbox's processes,
+  // as another shim lists them. The cancel reaches execd from the bridge's background
+  // after the shim has gone, so the listing is asked again until it holds (20 s).
+  // process.list walks /proc in the sandbox, and the fake's "sandbox" is this whole host,
+  // so the listing is long and slow here: each gets 30 s.
   void ExpectNotListed(const std::string& command) {
     EppSession* other = StartInitializedShim();
     ASSERT_NE(other, nullptr);
@@ -53,17 +55,22 @@ class CancelTest : public TestEnv {
         other->Request("sandbox.connect", JsonObject().Str("sandbox_id", sandbox_).str());
     ASSERT_NE(connected, nullptr);
     ASSERT_FALSE(connected->IsError()) << connected->raw;
-    std::this_thread::sleep_for(Millis(500));
-    MessagePtr listed = other->Request(
-        "process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
-    ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
-    ASSERT_FALSE(listed->IsError()) << listed->raw;
-    const rapidjson::Value* processes = Find(listed->result(), "processes");
-    ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
-    for (const rapidjson::Value& process : processes->GetArray()) {
-      EXPECT_EQ(GetString(process, "command").find(command), std::string::npos)
-          << "the attached command outlived its session: " << ToJson(process);
-    }
+    std::string outlived;
+    const auto deadline = std::chrono::steady_clock::now() + Millis(20000);
+    do {
+      if (!outlived.empty()) std::this_thread::sleep_for(Millis(200));
+      outlived.clear();
+      MessagePtr listed = other->Request(
+          "process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+      ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
+      ASSERT_FALSE(listed->IsError()) << listed->raw;
+      const rapidjson::Value* processes = Find(listed->result(), "processes");
+      ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
+      for (const rapidjson::Value& process : processes->GetArray()) {
+        if (GetString(process, "command").find(command) != std::string::npos) outlived = ToJson(process);
+      }
+    } while (!outlived.empty() && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(outlived, "") << "the attached command outlived its session";
   }
 
   EppSession* shim_ = nullptr;

@@ -123,20 +123,14 @@ class TransferTest : public FilesFixture {
     EXPECT_EQ(Entries(sandbox_root_ + kDir), remote);
   }
 
-  // The $/progress notifications of request `id`, checked against the contract: at least
-  // one, bytes never falling, the last with bytes == total, all before the response.
-  void ExpectProgress(EppSession* shim, const MessagePtr& response, int64_t total) {
+  // The $/progress notifications of request `id`, sent at `sent`, checked against the
+  // contract: at least one, bytes never falling, the last with bytes == total, all before
+  // the response, at most one per 100 ms.
+  void ExpectProgress(EppSession* shim, Clock::time_point sent, const MessagePtr& response, int64_t total) {
     int64_t last = -1;
     size_t count = 0;
-    Clock::time_point first_at, last_at;
     for (const MessagePtr& note : shim->NotificationsByMethod("$/progress")) {
       if (ToJson(*Find(note->params(), "id")) != ToJson(response->id())) continue;
-      if (count == 0) first_at = note->received;
-      // Sent 100 ms apart at least; received so give or take the pipe's timing.
-      if (count > 0) {
-        EXPECT_GE(note->received - last_at, Millis(20)) << "two progress notifications in a row";
-      }
-      last_at = note->received;
       ++count;
       EXPECT_LT(note->index, response->index) << "a progress after the response";
       EXPECT_EQ(GetInt(note->params(), "total", -1), total) << note->raw;
@@ -146,11 +140,10 @@ class TransferTest : public FilesFixture {
     }
     EXPECT_GE(count, 1u);
     EXPECT_EQ(last, total);
-    // At most one per 100 ms (one interval of slack for the pipe's timing).
-    const int64_t spread_ms = std::chrono::duration_cast<Millis>(last_at - first_at).count();
-    if (count > 1) {
-      EXPECT_LE(static_cast<int64_t>(count - 2) * 100, spread_ms) << count;
-    }
+    // At most one per 100 ms, counted over the whole call rather than between arrivals:
+    // a busy machine may hand two over at once, but it only lengthens the call.
+    const int64_t took_ms = std::chrono::duration_cast<Millis>(response->received - sent).count();
+    EXPECT_LE(static_cast<int64_t>(count), 2 + took_ms / 100) << count << " in " << took_ms << " ms";
   }
   // Waits for the first $/progress of request `id`: its file is open, its bytes move.
   bool WaitProgress(EppSession* shim, int64_t id) {
@@ -190,6 +183,7 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   EppSession* shim = StartInitializedShim();
   umask(old_mask);
   ASSERT_NE(shim, nullptr);
+  const Clock::time_point sent = Clock::now();
   MessagePtr done = shim->Request("files.download", JsonObject()
                                                         .Str("sandbox_id", sandbox_)
                                                         .Str("path", Remote("data.bin"))
@@ -210,7 +204,7 @@ TEST_F(TransferTest, DownloadLandsWholeWithTheRemoteModeAndTime) {
   EXPECT_EQ(seen.st_mode & 07777, 0640u);
   EXPECT_EQ(seen.st_mtim.tv_sec, 1700000000);
   EXPECT_EQ(seen.st_mtim.tv_nsec, 250000000);
-  ExpectProgress(shim, done, 3 << 20);
+  ExpectProgress(shim, sent, done, 3 << 20);
   ExpectOnly({"copy.bin"}, {"data.bin"});
   REQUIRE_FAKE_EXECD("progress while the bytes move needs transfer_ms_per_mib to slow them");
   EXPECT_GE(ProgressCount(shim, done), 2u) << "progress while the bytes move, not only at the end";
@@ -418,6 +412,7 @@ TEST_F(TransferTest, UploadLandsWithModeAndReplaces) {
   if (RealExecdTier().empty()) {
     ASSERT_TRUE(fake().SetFaults(R"({"transfer_ms_per_mib":60})"));
   }
+  const Clock::time_point sent = Clock::now();
   MessagePtr done = Call("files.upload",
                          JsonObject().Str("local_path", Local("up.bin")).Str("path", Remote("deep/er/up.bin")));
   ASSERT_NE(done, nullptr);
@@ -428,7 +423,7 @@ TEST_F(TransferTest, UploadLandsWithModeAndReplaces) {
   struct stat seen;
   ASSERT_EQ(stat(RemoteOnHost("deep/er/up.bin").c_str(), &seen), 0);
   EXPECT_EQ(seen.st_mode & 07777, 0750u) << "without mode, the local file's";
-  ExpectProgress(shim_, done, 5 << 20);
+  ExpectProgress(shim_, sent, done, 5 << 20);
 
   WriteAll(Local("small.txt"), "replacement\n");
   MessagePtr replaced = Call("files.upload", JsonObject()

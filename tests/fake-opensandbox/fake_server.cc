@@ -195,8 +195,9 @@ void FakeServer::InstallMiddleware() {
     const_cast<httplib::Request&>(req).ranges.clear();
     const std::string& path = req.path;
     if (path.rfind("/_fake/", 0) == 0) return R::Unhandled;
-    stats_->requests.fetch_add(1);
+    // The faults first: a test that sees the request counted may clear them at once.
     Faults faults = faults_->Get();
+    stats_->requests.fetch_add(1);
     if (faults.latency_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
     }

@@ -19,39 +19,33 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Polls (test only) until `predicate` holds or 5 s pass.
-template <typename Predicate>
-bool Eventually(Predicate predicate) {
-  for (int i = 0; i < 500; ++i) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return predicate();
-}
-
 TEST(RunQueueTest, RunsTakeTurnsInArrivalOrder) {
   auto queue = std::make_shared<RunQueue>("code context", "code.run");
   CancelToken first_token;
   ASSERT_TRUE(queue->Enter(0, &first_token).ok());  // the running one
   constexpr int kWaiters = 8;
+  // Arrival is the place taken (Enter takes one, then waits for it): taken here, one
+  // after the other, the order is known without guessing when a thread got there. The
+  // threads then wait latest first, so that their own start order cannot be what is seen.
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < kWaiters; ++i) {
+    auto ticket = queue->Reserve();
+    ASSERT_TRUE(ticket.ok());
+    tickets.push_back(*ticket);
+  }
   std::mutex mu;
   std::vector<int> order;
   std::vector<std::thread> threads;
-  std::atomic<int> arrived{0};
   std::vector<CancelToken> tokens(kWaiters);
-  for (int i = 0; i < kWaiters; ++i) {
-    // One at a time, so that arrival order is known.
+  for (int i = kWaiters - 1; i >= 0; --i) {
     threads.emplace_back([&, i] {
-      ++arrived;
-      ASSERT_TRUE(queue->Enter(0, &tokens[i]).ok());
+      ASSERT_TRUE(queue->EnterReserved(tickets[i], 0, &tokens[i]).ok());
       {
         std::lock_guard<std::mutex> lock(mu);
         order.push_back(i);
       }
       queue->Leave();
     });
-    ASSERT_TRUE(Eventually([&] { return arrived.load() == i + 1; }));
-    std::this_thread::sleep_for(milliseconds(20));  // let it reach its wait
   }
   queue->Leave();
   for (auto& t : threads) t.join();
@@ -116,12 +110,14 @@ TEST(RunQueueTest, AtMostSixtyFourWait) {
   std::vector<CancelToken> tokens(RunQueue::kMaxWaiting + 1);
   std::vector<std::thread> waiters;
   std::vector<Status> results(RunQueue::kMaxWaiting, OkStatus());
+  // Each waiter's place is taken here (as Enter takes it first), so that all 64 hold one
+  // before the probe, however late their threads run.
   for (size_t i = 0; i < RunQueue::kMaxWaiting; ++i) {
-    waiters.emplace_back([&, i] { results[i] = queue->Enter(0, &tokens[i]); });
+    auto ticket = queue->Reserve();
+    ASSERT_TRUE(ticket.ok()) << i;
+    waiters.emplace_back([&, i, ticket = *ticket] { results[i] = queue->EnterReserved(ticket, 0, &tokens[i]); });
   }
-  // The 65th is refused at once, retryably, while 64 wait. (Probing earlier would make a
-  // probe take a place in the line a waiter is about to take.)
-  std::this_thread::sleep_for(milliseconds(500));
+  // The 65th is refused at once, retryably, while 64 wait.
   CancelToken probe;
   const Status refused = queue->Enter(NowMillis() + 2000, &probe);  // bounded, should it wait
   ASSERT_FALSE(refused.ok());

@@ -808,7 +808,7 @@ TEST(HttpClientTest, CancelAbortsAWaitingSendPromptly) {
   auto again = client->Send(Get(server.Url("/slow")), &cancel);
   EXPECT_FALSE(again.ok());
   EXPECT_EQ(again.error().kind, TransportErrorKind::kCancelled);
-  EXPECT_LT(MillisSince(start), 100);
+  EXPECT_LT(MillisSince(start), 1000);  // nothing to wait for: only a busy machine's delay
 }
 
 // Voluntary context switches of the calling thread so far (its own /proc entry).
@@ -873,9 +873,10 @@ TEST(HttpClientTest, WaitingCallerSleepsUntilItsTransferMoves) {
   EXPECT_EQ(received, "ab");
   std::printf("wake-ups while waiting 600 ms: send %lld, stream %lld\n",
               static_cast<long long>(send_switches), static_cast<long long>(stream_switches));
-  // A handful: the head, each piece of data, the end (and the odd page fault or lock).
-  EXPECT_LT(send_switches, 10);
-  EXPECT_LT(stream_switches, 12);
+  // A handful: the head, each piece of data, the end (and the odd page fault or lock, more
+  // on a busy machine); waking every 20 ms to look would be 30.
+  EXPECT_LT(send_switches, 20);
+  EXPECT_LT(stream_switches, 22);
 }
 
 // One flag watched by several calls at once (a request whose work runs transfers in

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -43,11 +44,37 @@ class CancelTest : public TestEnv {
     return "sleep " + std::to_string(seconds) + "." + std::to_string(::getpid()) + "1";
   }
 
+  struct ListedProcess {
+    std::string exec_id;
+    int64_t pid = 0;
+    std::string json;
+  };
+  // The sandbox's processes whose command holds `command`, as `shim` lists them; a
+  // failed listing fails the test. process.list walks /proc in the sandbox, and the
+  // fake's "sandbox" is this whole host, so the listing is long and slow here: 30 s.
+  std::vector<ListedProcess> ProcessesRunning(EppSession* shim, const std::string& command) {
+    std::vector<ListedProcess> found;
+    MessagePtr listed =
+        shim->Request("process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
+    if (!listed || listed->IsError()) {
+      ADD_FAILURE() << "process.list: " << (listed ? listed->raw : "no answer within 30 s");
+      return found;
+    }
+    const rapidjson::Value* processes = Find(listed->result(), "processes");
+    if (!processes || !processes->IsArray()) {
+      ADD_FAILURE() << "no processes: " << Abbreviate(listed->raw, 2000);
+      return found;
+    }
+    for (const rapidjson::Value& process : processes->GetArray()) {
+      if (GetString(process, "command").find(command) == std::string::npos) continue;
+      found.push_back({GetString(process, "exec_id"), GetInt(process, "pid", 0), ToJson(process)});
+    }
+    return found;
+  }
+
   // After this test's shim has gone: `command` is soon not among the sandbox's processes,
   // as another shim lists them. The cancel reaches execd from the bridge's background
   // after the shim has gone, so the listing is asked again until it holds (20 s).
-  // process.list walks /proc in the sandbox, and the fake's "sandbox" is this whole host,
-  // so the listing is long and slow here: each gets 30 s.
   void ExpectNotListed(const std::string& command) {
     EppSession* other = StartInitializedShim();
     ASSERT_NE(other, nullptr);
@@ -55,22 +82,13 @@ class CancelTest : public TestEnv {
         other->Request("sandbox.connect", JsonObject().Str("sandbox_id", sandbox_).str());
     ASSERT_NE(connected, nullptr);
     ASSERT_FALSE(connected->IsError()) << connected->raw;
-    std::string outlived;
+    std::vector<ListedProcess> outlived = ProcessesRunning(other, command);
     const auto deadline = std::chrono::steady_clock::now() + Millis(20000);
-    do {
-      if (!outlived.empty()) std::this_thread::sleep_for(Millis(200));
-      outlived.clear();
-      MessagePtr listed = other->Request(
-          "process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
-      ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
-      ASSERT_FALSE(listed->IsError()) << listed->raw;
-      const rapidjson::Value* processes = Find(listed->result(), "processes");
-      ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
-      for (const rapidjson::Value& process : processes->GetArray()) {
-        if (GetString(process, "command").find(command) != std::string::npos) outlived = ToJson(process);
-      }
-    } while (!outlived.empty() && std::chrono::steady_clock::now() < deadline);
-    EXPECT_EQ(outlived, "") << "the attached command outlived its session";
+    while (!outlived.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(Millis(200));
+      outlived = ProcessesRunning(other, command);
+    }
+    EXPECT_TRUE(outlived.empty()) << "the attached command outlived its session: " << outlived.front().json;
   }
 
   EppSession* shim_ = nullptr;
@@ -173,21 +191,18 @@ TEST_F(CancelTest, ProcessListShowsARunningCommand) {
   const std::string command = UniqueSleep(32);
   auto [id, exec_id] = Start(command);
   ASSERT_FALSE(exec_id.empty());
-  std::this_thread::sleep_for(Millis(300));
-  MessagePtr listed = shim_->Request(
-      "process.list", JsonObject().Str("sandbox_id", sandbox_).str(), Millis(30000));
-  ASSERT_NE(listed, nullptr) << "no answer to process.list within 30 s";
-  ASSERT_FALSE(listed->IsError()) << listed->raw;
-  const rapidjson::Value* processes = Find(listed->result(), "processes");
-  ASSERT_TRUE(processes && processes->IsArray()) << Abbreviate(listed->raw, 2000);
-  bool found = false;
-  for (const rapidjson::Value& process : processes->GetArray()) {
-    if (GetString(process, "command").find(command) == std::string::npos) continue;
-    found = true;
-    EXPECT_EQ(GetString(process, "exec_id"), exec_id) << ToJson(process);
-    EXPECT_GT(GetInt(process, "pid", 0), 0) << ToJson(process);
+  // Listed once execd has started it: asked again until then (20 s).
+  std::vector<ListedProcess> listed = ProcessesRunning(shim_, command);
+  const auto deadline = std::chrono::steady_clock::now() + Millis(20000);
+  while (listed.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(Millis(100));
+    listed = ProcessesRunning(shim_, command);
   }
-  EXPECT_TRUE(found) << command << " is not listed: " << Abbreviate(listed->raw, 4000);
+  ASSERT_FALSE(listed.empty()) << command << " is not listed";
+  for (const ListedProcess& process : listed) {
+    EXPECT_EQ(process.exec_id, exec_id) << process.json;
+    EXPECT_GT(process.pid, 0) << process.json;
+  }
 }
 
 TEST_F(CancelTest, EndOfStdinKillsTheAttachedCommand) {
